@@ -1,0 +1,94 @@
+"""gpulab: the helper package of the gpulab course, imported as ``import gpulab as gl``.
+
+Measure how GPUs accelerate deep-learning training on your own hardware: find the device
+(:func:`detect_device`, :func:`doctor`), time code correctly (:func:`benchmark`,
+:func:`timer`), look up datasheet figures with their sources (:func:`get_spec`), predict
+what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
+(:func:`scale`).
+"""
+
+from gpulab.bench import BenchResult, Stopwatch, benchmark, synchronize, timer
+from gpulab.cpu import (
+    CpuPeak,
+    cpu_cores,
+    cpu_model,
+    estimate_cpu_peak,
+    measure_memory_bandwidth,
+)
+from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
+from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.plotting import (
+    COLORS,
+    course_style,
+    plot_measured_vs_predicted,
+    plot_spec_trend,
+    use_course_style,
+)
+from gpulab.provenance import provenance, provenance_line, seed_everything
+from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
+from gpulab.simt import Dim3, ThreadContext, launch, thread_map
+from gpulab.sizing import scale
+from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+
+__version__ = "0.1.0"
+
+
+def setup_lab(seed: int = 0) -> DeviceInfo:
+    """What every lab's first cell calls: seed, apply the plot style, report the device.
+
+    Prints one line naming the device the lab will use, so the recorded outputs say
+    where they came from.
+    """
+    seed_everything(seed)
+    use_course_style()
+    info = detect_device()
+    print(f"gpulab {__version__} | {info.summary()}")
+    if not info.is_gpu:
+        print("No GPU here: this lab runs its CPU version; GPU figures are labelled predictions.")
+    return info
+
+
+__all__ = [
+    "COLORS",
+    "DTYPES",
+    "BenchResult",
+    "CpuPeak",
+    "DeviceInfo",
+    "DeviceSpec",
+    "Dim3",
+    "LabInfo",
+    "Prediction",
+    "Stopwatch",
+    "ThreadContext",
+    "__version__",
+    "advice",
+    "arithmetic_intensity",
+    "attainable_flops",
+    "benchmark",
+    "best_device",
+    "course_style",
+    "cpu_cores",
+    "cpu_model",
+    "detect_device",
+    "doctor",
+    "estimate_cpu_peak",
+    "get_spec",
+    "in_colab",
+    "lab_table",
+    "launch",
+    "list_labs",
+    "list_specs",
+    "measure_memory_bandwidth",
+    "plot_measured_vs_predicted",
+    "plot_spec_trend",
+    "predict_time",
+    "provenance",
+    "provenance_line",
+    "scale",
+    "seed_everything",
+    "setup_lab",
+    "synchronize",
+    "thread_map",
+    "timer",
+    "use_course_style",
+]

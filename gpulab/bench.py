@@ -1,0 +1,230 @@
+"""Timing done right: synchronize the device, warm up, repeat, report median and spread.
+
+``benchmark`` wraps :class:`torch.utils.benchmark.Timer` (which synchronizes CUDA around
+every measurement block and picks a block size so timer overhead is negligible) or, for
+CuPy code, :func:`cupyx.profiler.benchmark` (which times with CUDA events). ``timer`` is
+the one-line context manager for coarse timings such as a whole training run.
+
+See also the chapter "What a GPU is" (``book/gpu_basics.md``) and its lab.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import numpy as np
+
+__all__ = ["BenchResult", "Stopwatch", "benchmark", "timer", "synchronize"]
+
+_BACKENDS = ("torch", "cupy")
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    """Per-call times of one benchmarked function, with summary statistics.
+
+    Attributes
+    ----------
+    times_s : tuple of float
+        Seconds per call, one entry per measured block (each block averages
+        ``calls_per_block`` calls, so the timer's own overhead stays negligible).
+    calls_per_block : int
+        Calls averaged into each entry of ``times_s``.
+    label : str
+        What was measured.
+    backend : str
+        ``"torch"`` or ``"cupy"``: which timing tool produced the numbers.
+    """
+
+    times_s: tuple[float, ...]
+    calls_per_block: int
+    label: str = ""
+    backend: str = "torch"
+
+    @property
+    def median_s(self) -> float:
+        """Median seconds per call."""
+        return statistics.median(self.times_s)
+
+    @property
+    def iqr_s(self) -> float:
+        """Interquartile range of the seconds per call (the spread)."""
+        q1, q3 = np.percentile(self.times_s, [25, 75])
+        return float(q3 - q1)
+
+    @property
+    def runs(self) -> int:
+        """Total number of calls measured."""
+        return len(self.times_s) * self.calls_per_block
+
+    def flops_per_s(self, flops: float) -> float:
+        """FLOP/s achieved if one call performs ``flops`` floating-point operations."""
+        return flops / self.median_s
+
+    def tflops(self, flops: float) -> float:
+        """Like :meth:`flops_per_s`, in TFLOP/s (10¹² FLOP/s)."""
+        return self.flops_per_s(flops) / 1e12
+
+    def bytes_per_s(self, nbytes: float) -> float:
+        """Bytes/s achieved if one call moves ``nbytes`` bytes to or from memory."""
+        return nbytes / self.median_s
+
+    def gbs(self, nbytes: float) -> float:
+        """Like :meth:`bytes_per_s`, in GB/s (10⁹ bytes/s)."""
+        return self.bytes_per_s(nbytes) / 1e9
+
+    def __str__(self) -> str:
+        label = f"{self.label}: " if self.label else ""
+        return (
+            f"{label}median {_fmt_seconds(self.median_s)} per call "
+            f"(IQR {_fmt_seconds(self.iqr_s)}, {self.runs} runs)"
+        )
+
+
+def _fmt_seconds(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.3g} {unit}"
+    return f"{seconds / 1e-9:.3g} ns"
+
+
+def synchronize() -> None:
+    """Wait until every queued CUDA (or MPS) operation has finished; no-op on a CPU."""
+    try:
+        import torch
+    except ImportError:
+        return
+    if torch.cuda.is_available() and torch.cuda.is_initialized():
+        torch.cuda.synchronize()
+    elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        torch.mps.synchronize()
+
+
+def _check_positive(name: str, value: float, minimum: float = 0) -> None:
+    if not value > minimum:
+        raise ValueError(f"{name}={value!r} must be greater than {minimum}")
+
+
+def benchmark(
+    fn: Callable[[], object],
+    *,
+    label: str = "",
+    min_run_time: float = 0.2,
+    warmup: int = 1,
+    num_threads: int | None = None,
+    backend: str = "torch",
+    n_repeat: int = 20,
+) -> BenchResult:
+    """Time ``fn()`` correctly: warm up, synchronize, repeat, keep every sample.
+
+    Parameters
+    ----------
+    fn : callable
+        Called with no arguments; wrap arguments in a lambda.
+    label : str
+        Name shown when the result is printed.
+    min_run_time : float
+        Seconds of measurement to collect at least (``backend="torch"``).
+    warmup : int
+        Calls made before timing starts (lazy initialisation, autotuning, caches).
+    num_threads : int, optional
+        CPU threads torch may use while timing; default: what torch uses now (note that
+        ``torch.utils.benchmark.Timer`` on its own would default to one thread).
+    backend : {"torch", "cupy"}
+        ``"torch"``: :class:`torch.utils.benchmark.Timer`, which synchronizes CUDA.
+        ``"cupy"``: :func:`cupyx.profiler.benchmark`, which times on the GPU with CUDA events.
+    n_repeat : int
+        Timed calls for ``backend="cupy"``.
+
+    Returns
+    -------
+    BenchResult
+
+    Examples
+    --------
+    >>> import time, gpulab as gl
+    >>> r = gl.benchmark(lambda: time.sleep(0.002), min_run_time=0.05)
+    >>> 0.0019 < r.median_s < 0.01
+    True
+
+    See also
+    --------
+    timer : a coarse, one-shot timing as a context manager.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn={fn!r} is not callable; pass a function, e.g. lambda: a @ b")
+    if backend not in _BACKENDS:
+        raise ValueError(f"backend={backend!r} is not known; use one of {', '.join(_BACKENDS)}")
+    _check_positive("min_run_time", min_run_time)
+    if warmup < 0:
+        raise ValueError(f"warmup={warmup!r} must be 0 or more")
+    if backend == "cupy":
+        return _benchmark_cupy(fn, label, warmup, n_repeat)
+
+    import torch
+    from torch.utils import benchmark as tbench
+
+    threads = torch.get_num_threads() if num_threads is None else num_threads
+    _check_positive("num_threads", threads)
+    for _ in range(warmup):
+        fn()
+    synchronize()
+    timer_ = tbench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=label)
+    measurement = timer_.blocked_autorange(min_run_time=min_run_time)
+    return BenchResult(tuple(measurement.times), measurement.number_per_run, label, "torch")
+
+
+def _benchmark_cupy(fn: Callable[[], object], label: str, warmup: int, n_repeat: int) -> BenchResult:
+    try:
+        from cupyx.profiler import benchmark as cupy_benchmark
+    except ImportError as exc:
+        raise RuntimeError(
+            "backend='cupy' needs CuPy with a CUDA GPU; use backend='torch' otherwise"
+        ) from exc
+    _check_positive("n_repeat", n_repeat)
+    result = cupy_benchmark(fn, n_repeat=n_repeat, n_warmup=warmup)
+    gpu_times = np.asarray(result.gpu_times)[0]
+    return BenchResult(tuple(float(t) for t in gpu_times), 1, label, "cupy")
+
+
+@dataclass
+class Stopwatch:
+    """What :func:`timer` yields; ``elapsed_s`` is filled in when the block ends."""
+
+    label: str = ""
+    elapsed_s: float = float("nan")
+
+    def __str__(self) -> str:
+        label = f"{self.label}: " if self.label else ""
+        return f"{label}{_fmt_seconds(self.elapsed_s)}"
+
+
+@contextmanager
+def timer(label: str = "", *, verbose: bool = True) -> Iterator[Stopwatch]:
+    """Time a block once, synchronizing the GPU at both ends.
+
+    One measurement, no repeats: for things that take seconds (a training run, an
+    epoch). For anything short use :func:`benchmark`.
+
+    Examples
+    --------
+    >>> import time, gpulab as gl
+    >>> with gl.timer("nap", verbose=False) as t:
+    ...     time.sleep(0.01)
+    >>> t.elapsed_s >= 0.01
+    True
+    """
+    watch = Stopwatch(label)
+    synchronize()
+    start = time.perf_counter()
+    try:
+        yield watch
+    finally:
+        synchronize()
+        watch.elapsed_s = time.perf_counter() - start
+        if verbose:
+            print(watch)

@@ -1,0 +1,308 @@
+"""What hardware and software this machine has, and advice when something is off.
+
+``detect_device()`` answers "what will the labs run on?"; ``doctor()`` prints the answer
+with concrete next steps (switch Colab to a GPU runtime, install the CuPy wheel that
+matches torch's CUDA version, ...). ``best_device()`` is the one call labs use to pick
+where tensors go.
+
+See also the chapter "What a GPU is" (``book/gpu_basics.md``) and ``python -m gpulab doctor``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from dataclasses import dataclass, field
+from importlib import metadata
+
+from gpulab.cpu import cpu_cores, cpu_model
+
+__all__ = ["DeviceInfo", "detect_device", "best_device", "advice", "doctor", "in_colab"]
+
+_CUPY_WHEELS = ("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x", "cupy")
+
+
+@dataclass(frozen=True)
+class DeviceInfo:
+    """The accelerator (if any) and software the labs will use.
+
+    Attributes
+    ----------
+    kind : {"cuda", "mps", "cpu"}
+        Where tensors go by default.
+    name : str
+        GPU name, or the CPU model when there is no GPU.
+    compute_capability : tuple of int or None
+        CUDA compute capability, e.g. ``(9, 0)`` for Hopper.
+    memory_bytes : int or None
+        GPU memory in bytes.
+    sm_count : int or None
+        Streaming multiprocessors on the GPU.
+    gpu_count : int
+        CUDA devices visible to this process.
+    cpu_model : str
+    cpu_cores : int
+        Cores this process may use.
+    python_version, platform : str
+    torch_version : str or None
+        None when torch is not installed.
+    torch_cuda : str or None
+        CUDA version torch was built with (``torch.version.cuda``), None for CPU builds.
+    cupy_version : str or None
+    cupy_package : str or None
+        The installed CuPy wheel, e.g. ``"cupy-cuda12x"``.
+    cupy_usable : bool
+        CuPy imports and sees a GPU.
+    driver_version : str or None
+        NVIDIA driver version from NVML, when a driver is present.
+    in_colab : bool
+    problems : tuple of str
+        Things that went wrong while probing (shown by :func:`doctor`).
+    """
+
+    kind: str
+    name: str
+    compute_capability: tuple[int, int] | None = None
+    memory_bytes: int | None = None
+    sm_count: int | None = None
+    gpu_count: int = 0
+    cpu_model: str = ""
+    cpu_cores: int = 1
+    python_version: str = field(default_factory=platform.python_version)
+    platform: str = field(default_factory=platform.platform)
+    torch_version: str | None = None
+    torch_cuda: str | None = None
+    cupy_version: str | None = None
+    cupy_package: str | None = None
+    cupy_usable: bool = False
+    driver_version: str | None = None
+    in_colab: bool = False
+    problems: tuple[str, ...] = ()
+
+    @property
+    def is_gpu(self) -> bool:
+        """True when the labs will run on a GPU (CUDA or Apple MPS)."""
+        return self.kind in ("cuda", "mps")
+
+    def summary(self) -> str:
+        """One line: the device and the torch version, for provenance lines and headers."""
+        where = f"{self.name} ({self.kind})"
+        if self.kind == "cpu":
+            where = f"CPU only: {self.cpu_model}, {self.cpu_cores} cores"
+        return f"{where}; torch {self.torch_version or 'not installed'}"
+
+
+def in_colab() -> bool:
+    """True inside Google Colab."""
+    return "google.colab" in sys.modules or "COLAB_RELEASE_TAG" in os.environ
+
+
+def _probe_torch() -> dict:
+    try:
+        import torch
+    except ImportError:
+        return {"problems": ("torch is not installed",)}
+    info: dict = {"torch_version": torch.__version__, "torch_cuda": torch.version.cuda}
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        info.update(
+            kind="cuda",
+            name=props.name,
+            compute_capability=(props.major, props.minor),
+            memory_bytes=int(props.total_memory),
+            sm_count=int(props.multi_processor_count),
+            gpu_count=torch.cuda.device_count(),
+        )
+    elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        info.update(kind="mps", name="Apple GPU (Metal)")
+    return info
+
+
+def _installed_cupy_package() -> str | None:
+    for name in _CUPY_WHEELS:
+        try:
+            metadata.version(name)
+        except metadata.PackageNotFoundError:
+            continue
+        return name
+    return None
+
+
+def _probe_cupy() -> dict:
+    package = _installed_cupy_package()
+    if package is None:
+        return {}
+    info: dict = {"cupy_package": package}
+    try:
+        import cupy
+    except Exception as exc:  # a wheel for the wrong CUDA fails at import with various errors
+        return {**info, "problems": (f"CuPy ({package}) is installed but fails to import: {exc}",)}
+    info["cupy_version"] = cupy.__version__
+    try:
+        info["cupy_usable"] = bool(cupy.is_available())
+    except Exception as exc:
+        info["problems"] = (f"CuPy cannot reach a GPU: {exc}",)
+    return info
+
+
+def _probe_nvml() -> dict:
+    try:
+        import pynvml
+    except ImportError:
+        return {}
+    try:
+        pynvml.nvmlInit()
+    except Exception:  # no NVIDIA driver on this machine: nothing to report
+        return {}
+    try:
+        version = pynvml.nvmlSystemGetDriverVersion()
+        return {"driver_version": version.decode() if isinstance(version, bytes) else version}
+    finally:
+        pynvml.nvmlShutdown()
+
+
+def detect_device() -> DeviceInfo:
+    """Find the best device the labs can use and the versions of the software around it.
+
+    Never raises for missing hardware or packages: what is missing is recorded in
+    :attr:`DeviceInfo.problems` and explained by :func:`doctor`.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.detect_device().kind in ("cuda", "mps", "cpu")
+    True
+    """
+    fields: dict = {"kind": "cpu", "name": cpu_model(), "cpu_model": cpu_model()}
+    fields["cpu_cores"] = cpu_cores()
+    fields["in_colab"] = in_colab()
+    problems: list[str] = []
+    for probe in (_probe_torch, _probe_cupy, _probe_nvml):
+        found = probe()
+        problems.extend(found.pop("problems", ()))
+        fields.update(found)
+    return DeviceInfo(**fields, problems=tuple(problems))
+
+
+def best_device():
+    """The ``torch.device`` labs should put tensors on: CUDA, then Apple MPS, then the CPU.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.best_device().type in ("cuda", "mps", "cpu")
+    True
+    """
+    import torch
+
+    if torch.cuda.is_available():
+        return torch.device("cuda")
+    if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+        return torch.device("mps")
+    return torch.device("cpu")
+
+
+def _cuda_major(version: str | None) -> int | None:
+    if not version:
+        return None
+    try:
+        return int(version.split(".")[0])
+    except ValueError:
+        return None
+
+
+def advice(info: DeviceInfo) -> list[str]:
+    """Concrete next steps for the problems visible in ``info`` (empty when all is well).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.advice(gl.DeviceInfo(kind="cpu", name="x", in_colab=True, torch_version="2.4"))[0]
+    'No GPU in this Colab session: Runtime > Change runtime type > T4 GPU, then run the lab again.'
+    """
+    tips: list[str] = list(info.problems)
+    if info.torch_version is None:
+        tips.append("Install PyTorch: pip install torch (https://pytorch.org/get-started/locally/).")
+    if info.kind == "cpu":
+        if info.in_colab:
+            tips.append(
+                "No GPU in this Colab session: Runtime > Change runtime type > T4 GPU, "
+                "then run the lab again."
+            )
+        else:
+            tips.append(
+                "No GPU found: the labs run their CPU versions and show labelled predictions "
+                "for GPUs. For a GPU, open a lab in Colab (the rocket icon on each lab page)."
+            )
+        if info.torch_version and info.driver_version and not info.torch_cuda:
+            tips.append(
+                f"An NVIDIA driver ({info.driver_version}) is present but torch "
+                f"{info.torch_version} is a CPU-only build: install a CUDA build of torch."
+            )
+    torch_major = _cuda_major(info.torch_cuda)
+    if info.cupy_package and info.cupy_package.startswith("cupy-cuda") and torch_major:
+        cupy_major = int(info.cupy_package.removeprefix("cupy-cuda").rstrip("x"))
+        if cupy_major != torch_major:
+            tips.append(
+                f"CuPy wheel {info.cupy_package} is built for CUDA {cupy_major} but torch uses "
+                f"CUDA {info.torch_cuda}: pip uninstall -y {info.cupy_package} && "
+                f"pip install cupy-cuda{torch_major}x"
+            )
+    if info.kind == "cuda" and info.cupy_package is None and torch_major:
+        tips.append(
+            f"CuPy is not installed (the labs' raw-kernel cells need it): "
+            f"pip install cupy-cuda{torch_major}x"
+        )
+    return tips
+
+
+def _report(info: DeviceInfo) -> str:
+    def gib(n: int | None) -> str:
+        return f"{n / 2**30:.1f} GiB" if n else "-"
+
+    cc = ".".join(map(str, info.compute_capability)) if info.compute_capability else "-"
+    cupy = info.cupy_version or "not installed"
+    if info.cupy_package:
+        cupy += f" ({info.cupy_package}{', usable' if info.cupy_usable else ', no GPU'})"
+    rows = [
+        ("Device", f"{info.kind}: {info.name}"),
+        ("GPUs visible", str(info.gpu_count)),
+        ("Compute capability", cc),
+        ("GPU memory", gib(info.memory_bytes)),
+        ("SMs", str(info.sm_count or "-")),
+        ("CPU", f"{info.cpu_model}, {info.cpu_cores} cores"),
+        ("Python", f"{info.python_version} on {info.platform}"),
+        ("torch", f"{info.torch_version or 'not installed'} (CUDA {info.torch_cuda or '-'})"),
+        ("CuPy", cupy),
+        ("NVIDIA driver", info.driver_version or "-"),
+        ("Colab", "yes" if info.in_colab else "no"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    lines = ["gpulab doctor", "=" * 13]
+    lines += [f"{k:<{width}}  {v}" for k, v in rows]
+    tips = advice(info)
+    lines.append("")
+    lines.append("Advice:" if tips else "Everything the labs need is in place.")
+    lines += [f"  - {tip}" for tip in tips]
+    return "\n".join(lines)
+
+
+def doctor(info: DeviceInfo | None = None, file=None) -> DeviceInfo:
+    """Print a readable report of this machine for the labs, with advice; return the info.
+
+    Parameters
+    ----------
+    info : DeviceInfo, optional
+        Report on this instead of probing the machine (useful in tests and docs).
+    file : file-like, optional
+        Where to print; default ``sys.stdout``.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> info = gl.doctor()  # doctest: +SKIP
+    """
+    info = detect_device() if info is None else info
+    print(_report(info), file=file or sys.stdout)
+    return info

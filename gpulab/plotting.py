@@ -1,0 +1,136 @@
+"""One look for every figure in the course, and the plots the chapters share.
+
+Measured values are drawn solid; predictions (from the spec registry and a cost model)
+are hatched and say "prediction" in the legend, so the two can never be confused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from contextlib import contextmanager
+
+import matplotlib as mpl
+import matplotlib.pyplot as plt
+
+from gpulab.specs import DeviceSpec, list_specs
+
+__all__ = ["COLORS", "course_style", "use_course_style", "plot_spec_trend", "plot_measured_vs_predicted"]
+
+COLORS = {"cpu": "#4C72B0", "gpu": "#55A868", "tpu": "#C44E52", "prediction": "#8172B2"}
+
+_STYLE = {
+    "figure.figsize": (7.0, 4.0),
+    "figure.dpi": 100,
+    "savefig.dpi": 120,
+    "axes.grid": True,
+    "grid.alpha": 0.3,
+    "axes.spines.top": False,
+    "axes.spines.right": False,
+    "axes.titlesize": 12,
+    "axes.labelsize": 11,
+    "legend.frameon": False,
+    "font.size": 10,
+}
+
+
+def use_course_style() -> None:
+    """Apply the course's matplotlib style for the rest of the session (PNG output)."""
+    mpl.rcParams.update(_STYLE)
+    try:  # inside Jupyter: PNG figures (nbval compares SVG text, never PNG)
+        from matplotlib_inline.backend_inline import set_matplotlib_formats
+
+        set_matplotlib_formats("png")
+    except ImportError:
+        pass
+
+
+@contextmanager
+def course_style():
+    """The course's matplotlib style inside a ``with`` block only."""
+    with mpl.rc_context(_STYLE):
+        yield
+
+
+def _peak_for(spec: DeviceSpec, which: str) -> float | None:
+    if which == "fp32":
+        return spec.peak_flops.get("fp32")
+    if which == "tensor":  # best 16-bit tensor figure: what deep-learning training uses
+        return spec.peak_flops.get("bf16") or spec.peak_flops.get("fp16")
+    if which == "bandwidth":
+        return spec.memory_bandwidth
+    raise ValueError(f"which={which!r} is not known; use 'fp32', 'tensor' or 'bandwidth'")
+
+
+def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = None, ax=None):
+    """Scatter a registry figure against release year, CPUs and GPUs/TPUs apart, log scale.
+
+    Parameters
+    ----------
+    which : {"fp32", "tensor", "bandwidth"}
+        Peak FP32 FLOP/s, peak 16-bit tensor FLOP/s, or memory bandwidth.
+    specs : sequence of DeviceSpec, optional
+        Default: the whole registry. Devices without the figure are left out.
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    specs = list_specs() if specs is None else specs
+    ax = ax or plt.subplots()[1]
+    scale, unit = (1e9, "GB/s") if which == "bandwidth" else (1e12, "TFLOP/s")
+    for kind in ("cpu", "gpu", "tpu"):
+        points = [(s, _peak_for(s, which)) for s in specs if s.kind == kind]
+        points = [(s, v) for s, v in points if v]
+        if not points:
+            continue
+        ax.scatter([s.year for s, _ in points], [v / scale for _, v in points],
+                   color=COLORS[kind], label=kind.upper(), s=40, zorder=3)
+        for s, v in points:
+            ax.annotate(s.name.split(" (")[0], (s.year, v / scale), fontsize=7,
+                        xytext=(4, 2), textcoords="offset points")
+    ax.set_yscale("log")
+    titles = {"fp32": "Peak FP32", "tensor": "Peak 16-bit tensor (dense)",
+              "bandwidth": "Peak memory bandwidth"}
+    ax.set_ylabel(f"{titles[which]} ({unit})")
+    ax.set_xlabel("Year")
+    ax.legend(loc="upper left")
+    return ax
+
+
+def plot_measured_vs_predicted(
+    labels: Sequence[str],
+    values: Sequence[float],
+    predicted: Sequence[bool],
+    *,
+    unit: str,
+    ax=None,
+    log: bool = True,
+):
+    """Horizontal bars: measurements solid, predictions hatched and labelled as such.
+
+    Parameters
+    ----------
+    labels, values : sequences
+        One bar each.
+    predicted : sequence of bool
+        True where the value is a prediction rather than a measurement.
+    unit : str
+        Axis label, e.g. ``"GFLOP/s"``.
+    """
+    if not len(labels) == len(values) == len(predicted):
+        raise ValueError("labels, values and predicted must have the same length")
+    ax = ax or plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))[1]
+    for i, (value, is_pred) in enumerate(zip(values, predicted, strict=True)):
+        ax.barh(i, value, color=COLORS["prediction"] if is_pred else COLORS["cpu"],
+                hatch="//" if is_pred else None, edgecolor="white", zorder=3)
+    ax.set_yticks(range(len(labels)), labels)
+    ax.invert_yaxis()
+    if log:
+        ax.set_xscale("log")
+    ax.set_xlabel(unit)
+    handles = [mpl.patches.Patch(color=COLORS["cpu"], label="measured here"),
+               mpl.patches.Patch(facecolor=COLORS["prediction"], hatch="//", edgecolor="white",
+                                 label="prediction (registry + roofline, not measured)")]
+    ax.legend(handles=handles, loc="lower right", fontsize=8)
+    return ax

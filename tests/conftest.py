@@ -1,0 +1,49 @@
+"""Shared fixtures: the repository root and one book build per test session."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK_BUILD_TIMEOUT_S = 1500
+
+
+@dataclass(frozen=True)
+class BookBuild:
+    """The outcome of ``jupyter-book build``: exit code, log and the HTML folder."""
+
+    returncode: int
+    log: str
+    html: Path
+
+
+def _jupyter_book() -> list[str]:
+    # The CLI of Jupyter Book 1.x, run with this interpreter so it uses the same environment.
+    return [sys.executable, "-c", "from jupyter_book.cli.main import main; main()", "build"]
+
+
+@pytest.fixture(scope="session")
+def root() -> Path:
+    return ROOT
+
+
+@pytest.fixture(scope="session")
+def book_build() -> BookBuild:
+    """Build the book once per session, strictly (warnings are errors, references checked)."""
+    cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going"]
+    env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")
+    proc = subprocess.run(
+        cmd,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=BOOK_BUILD_TIMEOUT_S,
+        env=env,
+    )
+    return BookBuild(proc.returncode, proc.stdout + proc.stderr, ROOT / "_build" / "html")
