@@ -47,3 +47,19 @@ def book_build() -> BookBuild:
         env=env,
     )
     return BookBuild(proc.returncode, proc.stdout + proc.stderr, ROOT / "_build" / "html")
+
+
+def pytest_collection_modifyitems(config, items):
+    """Tests marked ``cuda`` run only where torch sees a CUDA GPU; elsewhere they skip, saying why."""
+    try:
+        import torch
+
+        has_cuda = torch.cuda.is_available()
+    except ImportError:
+        has_cuda = False
+    if has_cuda:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU; this machine has none")
+    for item in items:
+        if "cuda" in item.keywords:
+            item.add_marker(skip)

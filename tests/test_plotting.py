@@ -1,0 +1,44 @@
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+import gpulab as gl  # noqa: E402
+
+
+def test_spec_trend_plots_every_device_with_the_figure():
+    ax = gl.plot_spec_trend("bandwidth")
+    plotted = sum(len(c.get_offsets()) for c in ax.collections)
+    assert plotted == sum(1 for s in gl.list_specs() if s.memory_bandwidth)
+    assert ax.get_yscale() == "log" and "GB/s" in ax.get_ylabel()
+    plt.close("all")
+
+
+def test_tensor_trend_leaves_out_devices_without_tensor_figures():
+    ax = gl.plot_spec_trend("tensor")
+    plotted = sum(len(c.get_offsets()) for c in ax.collections)
+    with_tensor = [s for s in gl.list_specs() if "bf16" in s.peak_flops or "fp16" in s.peak_flops]
+    assert plotted == len(with_tensor) < len(gl.list_specs())
+    plt.close("all")
+    with pytest.raises(ValueError, match="which='int8'"):
+        gl.plot_spec_trend("int8")
+
+
+def test_predictions_are_hatched_and_labelled():
+    ax = gl.plot_measured_vs_predicted(["here", "T4"], [1.0, 10.0], [False, True], unit="GFLOP/s")
+    bars = ax.patches
+    assert bars[0].get_hatch() is None and bars[1].get_hatch() == "//"
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert any("prediction" in t and "not measured" in t for t in labels)
+    plt.close("all")
+    with pytest.raises(ValueError, match="same length"):
+        gl.plot_measured_vs_predicted(["a"], [1.0, 2.0], [False], unit="x")
+
+
+def test_course_style_is_scoped():
+    before = matplotlib.rcParams["axes.spines.top"]
+    with gl.course_style():
+        assert matplotlib.rcParams["axes.spines.top"] is False
+    assert matplotlib.rcParams["axes.spines.top"] == before
