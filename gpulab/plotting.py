@@ -14,7 +14,13 @@ import matplotlib.pyplot as plt
 
 from gpulab.specs import DeviceSpec, list_specs
 
-__all__ = ["COLORS", "course_style", "use_course_style", "plot_spec_trend", "plot_measured_vs_predicted"]
+__all__ = [
+    "COLORS",
+    "course_style",
+    "use_course_style",
+    "plot_spec_trend",
+    "plot_measured_vs_predicted",
+]
 
 COLORS = {"cpu": "#4C72B0", "gpu": "#55A868", "tpu": "#C44E52", "prediction": "#8172B2"}
 

@@ -67,7 +67,7 @@ def _indices(dims: Dim3):
 
 
 def launch(kernel: Callable[..., None], grid, block, *args) -> None:
-    """Run ``kernel(ctx, *args)`` once for every thread of every block, like ``kernel<<<grid, block>>>``.
+    """Run ``kernel(ctx, *args)`` for every thread of every block: ``kernel<<<grid, block>>>``.
 
     Parameters
     ----------

@@ -50,7 +50,7 @@ def book_build() -> BookBuild:
 
 
 def pytest_collection_modifyitems(config, items):
-    """Tests marked ``cuda`` run only where torch sees a CUDA GPU; elsewhere they skip, saying why."""
+    """Tests marked ``cuda`` run only where torch sees a CUDA GPU; elsewhere they skip."""
     try:
         import torch
 

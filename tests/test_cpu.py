@@ -24,7 +24,9 @@ def test_one_fma_unit_halves_the_estimate():
     assert one.peak_flops == two.peak_flops / 2
 
 
-@pytest.mark.parametrize("kwargs, name", [({"cores": 0}, "cores=0"), ({"clock_hz": -1.0}, "clock_hz=-1.0")])
+@pytest.mark.parametrize(
+    "kwargs, name", [({"cores": 0}, "cores=0"), ({"clock_hz": -1.0}, "clock_hz=-1.0")]
+)
 def test_bad_inputs_are_named(kwargs, name):
     with pytest.raises(ValueError, match=name):
         gl.estimate_cpu_peak(**{"cores": 1, "clock_hz": 1e9, **kwargs})

@@ -35,4 +35,5 @@ def test_arithmetic_intensity_and_errors():
     with pytest.raises(ValueError, match="no bf16 figure"):
         gl.predict_time("T4", 1, 1, dtype="bf16")
     with pytest.raises(ValueError, match="no memory bandwidth"):
-        gl.predict_time(gl.DeviceSpec("x", "v", "a", 2020, "gpu", None, "", None, {"fp32": 1.0}), 1, 1)
+        no_bandwidth = gl.DeviceSpec("x", "v", "a", 2020, "gpu", None, "", None, {"fp32": 1.0})
+        gl.predict_time(no_bandwidth, 1, 1)
