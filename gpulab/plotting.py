@@ -112,6 +112,7 @@ def plot_measured_vs_predicted(
     unit: str,
     ax=None,
     log: bool = True,
+    legend: bool = True,
 ):
     """Horizontal bars: measurements solid, predictions hatched and labelled as such.
 
@@ -123,6 +124,8 @@ def plot_measured_vs_predicted(
         True where the value is a prediction rather than a measurement.
     unit : str
         Axis label, e.g. ``"GFLOP/s"``.
+    legend : bool
+        Draw the "measured" / "prediction" key below the axes.
     """
     if not len(labels) == len(values) == len(predicted):
         raise ValueError("labels, values and predicted must have the same length")
@@ -135,8 +138,11 @@ def plot_measured_vs_predicted(
     if log:
         ax.set_xscale("log")
     ax.set_xlabel(unit)
+    if not legend:
+        return ax
     handles = [mpl.patches.Patch(color=COLORS["cpu"], label="measured here"),
                mpl.patches.Patch(facecolor=COLORS["prediction"], hatch="//", edgecolor="white",
-                                 label="prediction (registry + roofline, not measured)")]
-    ax.legend(handles=handles, loc="lower right", fontsize=8)
+                                 label="prediction (datasheet + roofline, not measured)")]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2,
+              fontsize=8)
     return ax

@@ -1,0 +1,44 @@
+// Written for gpulab (NOT from npm). Loaded on pages with ipywidgets, after require.js and
+// before @jupyter-widgets/html-manager's embed-amd.js (see nb_ipywidgets_js in _config.yml).
+(function () {
+  "use strict";
+  var here = document.currentScript && document.currentScript.src;
+  if (here) {
+    // embed-amd.js defines named AMD modules; webpack inside them finds its assets (the Font
+    // Awesome fonts next to embed-amd.js) from each module's require.js URL, which by default is
+    // relative to the *page* (404). Map the module names to the vendored folder instead, and set
+    // the hook html-manager reads for the assets it loads later.
+    var dir = new URL("../html-manager-1.0.6/", here).href;
+    window.__jupyter_widgets_assets_path__ = dir;
+    if (window.requirejs && typeof window.requirejs.config === "function") {
+      window.requirejs.config({
+        paths: {
+          "@jupyter-widgets/base": dir + "base",
+          "@jupyter-widgets/controls": dir + "controls",
+          "@jupyter-widgets/html-manager": dir + "html-manager",
+          "@jupyter-widgets/html-manager/dist/libembed-amd": dir + "libembed-amd",
+        },
+      });
+    }
+  }
+  // @jupyter-widgets/base 6 typesets widget labels with the MathJax 2 call
+  // MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]), which throws under MathJax 3.
+  // Deferred scripts (MathJax) have run by DOMContentLoaded; widgets render on "load".
+  document.addEventListener("DOMContentLoaded", function () {
+    var mj = window.MathJax;
+    if (!mj || !mj.version || mj.Hub || typeof mj.typesetPromise !== "function") return;
+    mj.Hub = {
+      Queue: function () {
+        Array.prototype.forEach.call(arguments, function (job) {
+          if (Array.isArray(job) && job[0] === "Typeset" && job[2] instanceof Element) {
+            var el = job[2];
+            el.classList.add("mathjax_process");
+            mj.startup.promise
+              .then(function () { return mj.typesetPromise([el]); })
+              .catch(function (err) { console.warn("MathJax could not typeset a widget label", err); });
+          }
+        });
+      },
+    };
+  });
+})();
