@@ -1,0 +1,53 @@
+"""The book builds strictly, and the pages readers see contain what the chapters promise."""
+
+import re
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.book
+
+
+def test_book_builds_with_no_warnings(book_build):
+    assert book_build.returncode == 0, book_build.log[-6000:]
+    assert not re.search(r"\bWARNING\b", book_build.log), book_build.log[-6000:]
+
+
+def test_every_toc_entry_became_a_page(book_build, root):
+    toc = yaml.safe_load((root / "_toc.yml").read_text())
+    files = [toc["root"]]
+    for part in toc["parts"]:
+        files += [c["file"] for c in part["chapters"]]
+    for name in files:
+        assert (book_build.html / f"{name}.html").is_file(), name
+
+
+def test_lab_page_shows_recorded_outputs_not_a_rebuild(book_build, root):
+    html = (book_build.html / "notebooks" / "gpu_basics_lab.html").read_text()
+    assert "Provenance." in html and "Outputs recorded on" in html
+    assert "PREDICTION (not measured)" in html
+    assert html.count("<img") >= 1  # the recorded figure
+
+
+def test_colab_button_uses_the_repository_setting(book_build, root):
+    repo = yaml.safe_load((root / "_config.yml").read_text())["repository"]
+    owner_repo = repo["url"].removeprefix("https://github.com/")
+    expected = (
+        f"https://colab.research.google.com/github/{owner_repo}/blob/{repo['branch']}"
+        "/notebooks/gpu_basics_lab.ipynb"
+    )
+    html = (book_build.html / "notebooks" / "gpu_basics_lab.html").read_text()
+    assert expected in html
+
+
+def test_preface_lab_table_comes_from_lab_metadata(book_build):
+    html = (book_build.html / "book" / "intro.html").read_text()
+    assert "Your device, a first kernel, CPU vs GPU" in html
+    assert "gpu_basics_lab.html" in html
+
+
+def test_pages_load_no_cdn_scripts(book_build):
+    for page in book_build.html.rglob("*.html"):
+        text = page.read_text()
+        for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com"):
+            assert not re.search(rf'<script[^>]+src="https?://{re.escape(cdn)}', text), (page, cdn)

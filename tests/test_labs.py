@@ -1,0 +1,82 @@
+"""Every lab follows the course's conventions; the lab tools behave."""
+
+import json
+
+import nbformat
+import pytest
+import yaml
+
+import gpulab as gl
+from gpulab.labs import setup_cell_source, stamp_setup_cells
+
+LAB_GLOB = "notebooks/*.ipynb"
+
+
+def labs(root):
+    paths = sorted(root.glob(LAB_GLOB))
+    assert paths, "no labs found"
+    return paths
+
+
+def test_every_lab_has_metadata_with_a_recorded_cpu_run(root):
+    for lab in gl.list_labs(root / "notebooks"):
+        assert lab.title and lab.needs and (root / f"{lab.chapter}.md").is_file(), lab.path
+        assert 0 < lab.run_time_s["cpu"] < 90, f"{lab.path}: CPU run should stay near a minute"
+        assert lab.recorded["cpu"]["kind"] == "cpu"
+
+
+def test_first_cell_installs_gpulab_from_the_configured_repository(root):
+    repo = yaml.safe_load((root / "_config.yml").read_text())["repository"]
+    expected = setup_cell_source(repo["url"], repo.get("branch", "main"))
+    for path in labs(root):
+        nb = nbformat.read(path, as_version=4)
+        first = next(c for c in nb.cells if c.cell_type == "code")
+        assert first.source == expected, f"{path}: run `python -m gpulab stamp`"
+        assert "setup" in first.metadata.get("tags", [])
+
+
+def test_setup_cell_does_not_touch_torch_or_cupy():
+    source = setup_cell_source("https://github.com/example/course")
+    assert '%pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"' in source
+    assert "torch" not in source.split("%pip")[1].splitlines()[0]
+    assert "cupy" not in source.lower().split("%pip")[1].splitlines()[0]
+    with pytest.raises(ValueError, match="repo_url='git@github.com:x/y'"):
+        setup_cell_source("git@github.com:x/y")
+
+
+def test_outputs_are_committed_with_provenance(root):
+    for path in labs(root):
+        nb = nbformat.read(path, as_version=4)
+        code = [c for c in nb.cells if c.cell_type == "code"]
+        assert all(c.execution_count for c in code), f"{path}: outputs not recorded"
+        (prov,) = [c for c in nb.cells if "provenance" in c.metadata.get("tags", [])]
+        assert prov.source.startswith("**Provenance.** Outputs recorded on ")
+
+
+def test_figures_are_png_only(root):
+    for path in labs(root):
+        for cell in nbformat.read(path, as_version=4).cells:
+            for out in cell.get("outputs", []):
+                assert "image/svg+xml" not in out.get("data", {}), path
+
+
+def test_stamp_rewrites_setup_cells_from_config(tmp_path, root):
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "_config.yml").write_text(
+        "repository:\n  url: https://github.com/fork/course\n  branch: dev\n"
+    )
+    src = root / "notebooks" / "gpu_basics_lab.ipynb"
+    dst = tmp_path / "notebooks" / src.name
+    dst.write_text(src.read_text())
+    assert stamp_setup_cells(tmp_path) == [dst]
+    cell = next(c for c in json.loads(dst.read_text())["cells"] if c["cell_type"] == "code")
+    assert "git+https://github.com/fork/course.git@dev" in "".join(cell["source"])
+    assert stamp_setup_cells(tmp_path) == []  # idempotent
+
+
+def test_lab_table_lists_each_lab_with_its_run_time(root):
+    table = gl.lab_table(root / "notebooks", link_prefix="../notebooks/")
+    assert "[Your device, a first kernel, CPU vs GPU](../notebooks/gpu_basics_lab.ipynb)" in table
+    assert table.count("\n") == 1 + len(labs(root))
+    with pytest.raises(FileNotFoundError, match="folder="):
+        gl.list_labs(root / "no-such-folder")
