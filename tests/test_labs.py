@@ -37,7 +37,8 @@ def test_first_cell_installs_gpulab_from_the_configured_repository(root):
 
 def test_setup_cell_does_not_touch_torch_or_cupy():
     source = setup_cell_source("https://github.com/example/course")
-    assert '%pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"' in source
+    pip_line = '%pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"'
+    assert pip_line in source
     assert "torch" not in source.split("%pip")[1].splitlines()[0]
     assert "cupy" not in source.lower().split("%pip")[1].splitlines()[0]
     with pytest.raises(ValueError, match="repo_url='git@github.com:x/y'"):

@@ -1,0 +1,627 @@
+"""The rendered book, checked in a real browser (headless Chromium) with the network blocked.
+
+The strict build from ``tests/conftest.py`` (fixture ``book_build``) is served on 127.0.0.1 and
+every page built from ``book/*.md`` or ``notebooks/*.ipynb`` is opened once in one headless
+Chromium. Every request to another host is aborted and recorded, so the checks below show what
+a reader without network (or behind a firewall) gets:
+
+* math is typeset by MathJax (the copy vendored in ``book/_vendor/``), with no TeX errors;
+* every ``<img>`` has loaded, and no local asset answered 4xx/5xx;
+* no script, stylesheet or font had to come from another host (math and widgets above all);
+* saved ipywidgets render; there are no uncaught JavaScript errors;
+* lab pages have a well-formed "Open in Colab" link to a notebook that exists in the repository;
+* sphinx-exercise solutions are collapsed until the reader clicks their toggle.
+
+A full-page screenshot of each page goes to ``test-artifacts/screenshots/<page>.png`` and a
+summary of what each page loaded to ``test-artifacts/browser-report.json``.
+
+Chromium comes from the system (Debian package ``chromium``), driven by the pip ``playwright``
+package; no browser is ever downloaded. Without either, the tests are skipped, or they fail
+when ``GPULAB_REQUIRE_BROWSER=1`` (CI). ``GPULAB_CHROMIUM`` may name another executable.
+"""
+
+from __future__ import annotations
+
+import functools
+import http.server
+import json
+import os
+import re
+import shutil
+import threading
+import traceback
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import yaml
+
+pytestmark = pytest.mark.browser
+
+REQUIRE_BROWSER = os.environ.get("GPULAB_REQUIRE_BROWSER") == "1"
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+LOCAL_HOST = "127.0.0.1"
+LAUNCH_TIMEOUT_MS = 60_000
+NAVIGATION_TIMEOUT_MS = 30_000
+STEP_TIMEOUT_MS = 15_000
+# Waits done inside the page (a promise that might never settle) give up after this long.
+JS_WAIT_MS = 10_000
+VIEWPORT = {"width": 1280, "height": 900}
+
+COLAB = "https://colab.research.google.com"
+# What the math and the widgets need; none of it may come from (or be blocked on) the network.
+MATH_WIDGET_ASSET = re.compile(
+    r"mathjax|require(?:js|\.min\.js|\.js)|@jupyter-widgets|html-manager|embed-amd", re.I
+)
+RAW_TEX = ("\\(", "\\)", "\\[", "\\]", "$$", "\\begin{")
+WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+# Uncaught errors that come from the tool chain itself, not from the book (checked by substring).
+KNOWN_PAGE_ERRORS = (
+    # sphinx-thebe 0.3 writes its `const THEBE_JS_URL = ...` config script twice per page under
+    # Jupyter Book 1; the second copy throws. Thebe (live code) is not used by this course.
+    "Identifier 'THEBE_JS_URL' has already been declared",
+)
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _unavailable(reason: str) -> None:
+    if REQUIRE_BROWSER:
+        pytest.fail(f"{reason} (GPULAB_REQUIRE_BROWSER=1 requires the browser tests)")
+    pytest.skip(reason)
+
+
+def _find_chromium() -> str | None:
+    for candidate in (
+        os.environ.get("GPULAB_CHROMIUM"),
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        "/usr/bin/chromium",
+    ):
+        if candidate and os.path.isfile(candidate) and os.access(candidate, os.X_OK):
+            return candidate
+    return None
+
+
+_FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})([^\n]*)\n.*?^ {0,3}\1[`~]*[ \t]*$", re.M | re.S)
+_INLINE_CODE = re.compile(r"(`+)(?!`).+?(?<!`)\1(?!`)", re.S)
+# Like myst's dollarmath with its defaults (spaces and digits allowed): two unescaped `$` in a
+# paragraph. Display math `$$` and amsmath environments are matched separately.
+_INLINE_DOLLAR = re.compile(r"(?<![\\$])\$(?!\$)(?:\\.|[^$\\\n])+?(?<![\\$])\$(?!\$)")
+_AMSMATH = re.compile(
+    r"^\s*\\begin\{(?:equation|multline|gather|align|alignat|flalign|eqnarray)\*?\}", re.M
+)
+
+
+def _markdown_text(source: Path) -> str:
+    """The Markdown a page is built from: the file, or a notebook's Markdown cells."""
+    if source.suffix == ".ipynb":
+        nb = json.loads(source.read_text(encoding="utf-8"))
+        cells = [c for c in nb.get("cells", []) if c.get("cell_type") == "markdown"]
+        return "\n\n".join(
+            "".join(c["source"]) if isinstance(c["source"], list) else c["source"] for c in cells
+        )
+    return source.read_text(encoding="utf-8")
+
+
+def source_has_math(source: Path) -> bool:
+    """Whether the page's source writes math (`$`, `$$`, `{math}`, amsmath), ignoring code."""
+    text = _markdown_text(source)
+    if re.search(r"\{math\}", text):  # role or directive; fenced ```{math} included
+        return True
+    text = _FENCE.sub("", text)
+    text = _INLINE_CODE.sub("", text)
+    return bool("$$" in text or _AMSMATH.search(text) or _INLINE_DOLLAR.search(text))
+
+
+@dataclass(frozen=True)
+class BookPage:
+    rel: str  # path of the page under the HTML output, e.g. "book/intro.html"
+    source: Path  # the file it was built from
+    is_lab: bool  # built from notebooks/*.ipynb
+
+    @property
+    def name(self) -> str:
+        return self.rel[: -len(".html")]
+
+
+def discover_pages(html: Path, root: Path) -> list[BookPage]:
+    """Every HTML page of the output that was built from book/*.md or notebooks/*.ipynb."""
+    pages = []
+    for path in sorted(html.rglob("*.html")):
+        rel = path.relative_to(html).as_posix()
+        parts = rel.split("/")
+        if len(parts) != 2 or parts[1] in ("genindex.html", "search.html"):
+            continue
+        folder, stem = parts[0], parts[1][: -len(".html")]
+        if folder == "book" and (root / "book" / f"{stem}.md").is_file():
+            pages.append(BookPage(rel, root / "book" / f"{stem}.md", is_lab=False))
+        elif folder == "notebooks" and (root / "notebooks" / f"{stem}.ipynb").is_file():
+            pages.append(BookPage(rel, root / "notebooks" / f"{stem}.ipynb", is_lab=True))
+    return pages
+
+
+def expected_colab_prefix(root: Path) -> str:
+    """`https://colab.research.google.com/github/<owner>/<repo>/blob/<branch>/` from _config.yml."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    repo = config.get("repository") or {}
+    url = urlsplit(str(repo.get("url", "")).strip())
+    assert url.scheme == "https" and url.hostname == "github.com", (
+        f"_config.yml repository.url must be a https://github.com/<owner>/<repo> URL "
+        f"(Colab opens notebooks from GitHub), got {repo.get('url')!r}"
+    )
+    owner_repo = url.path.strip("/").removesuffix(".git").split("/")
+    assert len(owner_repo) == 2 and all(owner_repo), f"no <owner>/<repo> in {repo.get('url')!r}"
+    branch = str(repo.get("branch") or "main").strip("/")
+    book_path = str(repo.get("path_to_book") or "").strip("/")
+    return f"{COLAB}/github/{owner_repo[0]}/{owner_repo[1]}/blob/{branch}/" + (
+        f"{book_path}/" if book_path else ""
+    )
+
+
+# --------------------------------------------------------------------------- the page visits
+
+
+@dataclass
+class PageReport:
+    """What one page did in the browser; the tests below assert on it."""
+
+    rel: str
+    is_lab: bool
+    source_has_math: bool
+    error: str | None = None  # an exception while visiting (navigation timeout, ...)
+    blocked: list[list[str]] = field(default_factory=list)  # [resource type, url]
+    failed_local: list[str] = field(default_factory=list)
+    page_errors: list[str] = field(default_factory=list)
+    mathjax_version: str | None = None
+    mathjax_state: str | None = None  # "done", "timeout", "error: ...", None: not waited for
+    math_elements: int = 0
+    math_untypeset: list[str] = field(default_factory=list)
+    math_tex_errors: list[str] = field(default_factory=list)
+    images_total: int = 0
+    images_broken: list[str] = field(default_factory=list)
+    widget_views: int = 0
+    widgets_rendered: int = 0
+    colab_links: list[str] = field(default_factory=list)
+    solutions: list[dict[str, Any]] = field(default_factory=list)
+    screenshot: str | None = None
+
+
+_MATH_JS = """
+() => {
+  const els = Array.from(document.querySelectorAll("span.math, div.math"));
+  const snip = (e) => (e.innerText || e.textContent || "").trim().slice(0, 80);
+  return {
+    version: (window.MathJax && window.MathJax.version) || null,
+    total: els.length,
+    untypeset: els.filter((e) => !e.querySelector("mjx-container")
+                           || RAW.some((r) => (e.innerText || "").includes(r))).map(snip),
+    errors: Array.from(document.querySelectorAll("mjx-merror"))
+                 .map((e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 80)),
+  };
+}
+""".replace("RAW", json.dumps(RAW_TEX))
+
+_WAIT_MATHJAX_JS = f"""
+() => {{
+  window.__gpulabMathJax = undefined;
+  const mj = window.MathJax;
+  if (!mj || !mj.startup || !mj.startup.promise) return false;
+  const timer = setTimeout(() => (window.__gpulabMathJax = "timeout"), {JS_WAIT_MS});
+  mj.startup.promise.then(
+    () => {{ clearTimeout(timer); window.__gpulabMathJax = "done"; }},
+    (e) => {{ clearTimeout(timer); window.__gpulabMathJax = "error: " + e; }});
+  return true;
+}}
+"""
+
+_IMAGES_JS = f"""
+async () => {{
+  const imgs = Array.from(document.images);
+  imgs.forEach((img) => {{ img.loading = "eager"; }});
+  const settled = (img) => img.complete ? Promise.resolve() : new Promise((ok) => {{
+    img.addEventListener("load", ok, {{ once: true }});
+    img.addEventListener("error", ok, {{ once: true }});
+  }});
+  await Promise.race([Promise.all(imgs.map(settled)),
+                      new Promise((ok) => setTimeout(ok, {JS_WAIT_MS}))]);
+  return {{
+    total: imgs.length,
+    broken: imgs.filter((img) => !(img.complete && img.naturalWidth > 0))
+                .map((img) => img.currentSrc || img.src || img.outerHTML.slice(0, 120)),
+  }};
+}}
+"""
+
+_WIDGETS_RENDERED_JS = (
+    "() => document.querySelectorAll('.widget-subarea > .jupyter-widgets').length"
+)
+
+
+def _visit(context, base_url: str, page_info: BookPage, report: PageReport, shots: Path) -> None:
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    page = context.new_page()
+    page.set_default_timeout(STEP_TIMEOUT_MS)
+    page.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+
+    def on_response(response) -> None:
+        url = urlsplit(response.url)
+        if url.hostname == LOCAL_HOST and response.status >= 400 and url.path != "/favicon.ico":
+            report.failed_local.append(f"HTTP {response.status} {response.url}")
+
+    def on_request_failed(request) -> None:
+        if urlsplit(request.url).hostname == LOCAL_HOST:
+            report.failed_local.append(f"{request.failure} {request.url}")
+
+    page.on("response", on_response)
+    page.on("requestfailed", on_request_failed)
+    page.on("pageerror", lambda exc: report.page_errors.append(str(exc)))
+    try:
+        page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
+
+        # Math: wait until MathJax has typeset the page (it is loaded where there is math).
+        has_math_elements = page.locator("span.math, div.math").count() > 0
+        if report.source_has_math or has_math_elements:
+            try:
+                page.wait_for_function(
+                    "() => window.MathJax && window.MathJax.startup"
+                    " && window.MathJax.startup.promise"
+                )
+                page.evaluate(_WAIT_MATHJAX_JS)
+                page.wait_for_function("() => window.__gpulabMathJax !== undefined")
+                report.mathjax_state = page.evaluate("() => window.__gpulabMathJax")
+            except PlaywrightTimeoutError:
+                report.mathjax_state = "timeout: MathJax never loaded"
+        math = page.evaluate(_MATH_JS)
+        report.mathjax_version = math["version"]
+        report.math_elements = math["total"]
+        report.math_untypeset = math["untypeset"]
+        report.math_tex_errors = math["errors"]
+
+        # Widgets saved in the notebook: each view must become a rendered widget.
+        report.widget_views = page.locator(WIDGET_VIEW).count()
+        if report.widget_views:
+            try:
+                page.wait_for_function(f"() => ({_WIDGETS_RENDERED_JS})() >= {report.widget_views}")
+            except PlaywrightTimeoutError:
+                pass
+            report.widgets_rendered = page.evaluate(f"({_WIDGETS_RENDERED_JS})")
+
+        images = page.evaluate(_IMAGES_JS)
+        report.images_total = images["total"]
+        report.images_broken = images["broken"]
+
+        report.colab_links = page.eval_on_selector_all(
+            f'a[href^="{COLAB}"]', "els => els.map(e => e.getAttribute('href'))"
+        )
+
+        # What the reader sees first, before anything is clicked.
+        shot = shots / f"{page_info.name}.png"
+        shot.parent.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=str(shot), full_page=True, timeout=NAVIGATION_TIMEOUT_MS)
+        report.screenshot = str(shot)
+
+        report.solutions = _check_solutions(page)
+    except Exception as exc:  # recorded, then reported by test_pages_load
+        report.error = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+    finally:
+        page.close()
+
+
+def _check_solutions(page) -> list[dict[str, Any]]:
+    """Each sphinx-exercise solution: hidden content before its toggle is clicked, shown after."""
+    from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
+
+    results = []
+    solutions = page.locator("div.solution")
+    for i in range(solutions.count()):
+        sol = solutions.nth(i)
+        title = sol.locator(":scope > .admonition-title")
+        content = sol.locator(":scope > :not(.admonition-title)")
+        result: dict[str, Any] = {
+            "id": sol.get_attribute("id"),
+            "title": title.first.inner_text().strip()[:80] if title.count() else None,
+            "dropdown": "dropdown" in (sol.get_attribute("class") or "").split(),
+            "title_visible": title.count() > 0 and title.first.is_visible(),
+            "content_blocks": content.count(),
+            "visible_before_click": [content.nth(j).is_visible() for j in range(content.count())],
+            "visible_after_click": None,
+        }
+        toggle = sol.locator(":scope > .admonition-title .toggle-button")
+        if content.count() and toggle.count():
+            toggle.first.click()
+            try:
+                content.first.wait_for(state="visible", timeout=STEP_TIMEOUT_MS)
+            except PlaywrightTimeoutError:
+                pass
+            result["visible_after_click"] = [
+                content.nth(j).is_visible() for j in range(content.count())
+            ]
+        results.append(result)
+    return results
+
+
+# --------------------------------------------------------------------------- fixtures
+
+
+@pytest.fixture(scope="session", autouse=True)
+def chromium_executable() -> str:
+    """Checked first (before the book is built) so a missing browser skips fast."""
+    try:
+        import playwright.sync_api  # noqa: F401
+    except ImportError as exc:
+        _unavailable(f"the playwright Python package is not importable ({exc})")
+    path = _find_chromium()
+    if path is None:
+        _unavailable(
+            "no Chromium executable (looked for $GPULAB_CHROMIUM, chromium, chromium-browser, "
+            "/usr/bin/chromium); install it with `apt-get install -y chromium`"
+        )
+    return path
+
+
+@pytest.fixture(scope="module")
+def book_html(book_build) -> Path:
+    index = book_build.html / "index.html"
+    if not index.is_file():
+        pytest.fail(
+            f"the book build produced no {index} (exit code {book_build.returncode}); "
+            f"end of its log:\n{book_build.log[-3000:]}"
+        )
+    return book_build.html
+
+
+@pytest.fixture(scope="module")
+def base_url(book_html: Path) -> Iterator[str]:
+    """The HTML output served by http.server on 127.0.0.1, on a free port, in a thread."""
+
+    class QuietHandler(http.server.SimpleHTTPRequestHandler):
+        timeout = 30  # seconds per connection: a stuck client cannot hang the server thread
+
+        def log_message(self, format: str, *args: Any) -> None:
+            pass
+
+    handler = functools.partial(QuietHandler, directory=str(book_html))
+    server = http.server.ThreadingHTTPServer((LOCAL_HOST, 0), handler)
+    server.daemon_threads = True
+    thread = threading.Thread(target=server.serve_forever, name="book-http", daemon=True)
+    thread.start()
+    try:
+        yield f"http://{LOCAL_HOST}:{server.server_address[1]}"
+    finally:
+        server.shutdown()
+        server.server_close()
+        thread.join(timeout=10)
+
+
+@pytest.fixture(scope="module")
+def browser(chromium_executable: str) -> Iterator[Any]:
+    from playwright.sync_api import Error as PlaywrightError
+    from playwright.sync_api import sync_playwright
+
+    pw = sync_playwright().start()
+    try:
+        try:
+            chromium = pw.chromium.launch(
+                executable_path=chromium_executable,
+                headless=True,
+                args=CHROMIUM_ARGS,
+                timeout=LAUNCH_TIMEOUT_MS,
+            )
+        except PlaywrightError as exc:
+            _unavailable(f"Chromium at {chromium_executable} does not start: {exc}")
+        try:
+            yield chromium
+        finally:
+            chromium.close()
+    finally:
+        pw.stop()
+
+
+@pytest.fixture(scope="module")
+def pages(book_html: Path, root: Path) -> list[BookPage]:
+    found = discover_pages(book_html, root)
+    assert found, f"no page under {book_html} was built from book/*.md or notebooks/*.ipynb"
+    return found
+
+
+@pytest.fixture(scope="module")
+def reports(browser, base_url: str, pages: list[BookPage], root: Path) -> dict[str, PageReport]:
+    """Open every page once, with every request off 127.0.0.1 aborted and recorded."""
+    artifacts = root / "test-artifacts"
+    shots = artifacts / "screenshots"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True, exist_ok=True)
+
+    context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
+    current: dict[str, PageReport] = {}  # the page being visited (one at a time)
+
+    def block_off_host(route) -> None:
+        request = route.request
+        if urlsplit(request.url).hostname == LOCAL_HOST:
+            route.continue_()
+            return
+        if "report" in current:
+            current["report"].blocked.append([request.resource_type, request.url])
+        route.abort("blockedbyclient")
+
+    context.route("**/*", block_off_host)
+    results: dict[str, PageReport] = {}
+    try:
+        for page_info in pages:
+            report = PageReport(page_info.rel, page_info.is_lab, source_has_math(page_info.source))
+            current["report"] = report
+            _visit(context, base_url, page_info, report, shots)
+            results[page_info.rel] = report
+    finally:
+        current.clear()
+        context.close()
+    (artifacts / "browser-report.json").write_text(
+        json.dumps({rel: asdict(r) for rel, r in results.items()}, indent=2), encoding="utf-8"
+    )
+    return results
+
+
+def _fail_if(problems: list[str], what: str) -> None:
+    if problems:
+        pytest.fail(f"{what}:\n  " + "\n  ".join(problems), pytrace=False)
+
+
+# --------------------------------------------------------------------------- tests
+
+
+def test_html_loads_no_script_or_style_from_a_cdn(book_html: Path) -> None:
+    """MathJax, RequireJS and the widget manager come from the vendored copies, not a CDN."""
+    tag = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)=\"((?:https?:)?//[^\"]+)\"", re.I)
+    problems = [
+        f"{path.relative_to(book_html)}: {url}"
+        for path in sorted(book_html.rglob("*.html"))
+        for url in tag.findall(path.read_text(encoding="utf-8", errors="replace"))
+        if re.search(r"cdn\.jsdelivr|cdnjs|unpkg|mathjax|require|jupyter-widgets", url, re.I)
+    ]
+    _fail_if(problems, "pages load scripts or styles from a CDN")
+
+
+def test_pages_load(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [f"{r.rel}: {r.error}" for r in reports.values() if r.error],
+        "pages that could not be checked in the browser",
+    )
+
+
+def test_math_is_typeset(reports: dict[str, PageReport]) -> None:
+    problems = []
+    for r in reports.values():
+        if not (r.source_has_math or r.math_elements):
+            continue
+        if r.source_has_math and not r.math_elements:
+            problems.append(f"{r.rel}: the source has math but the page has no math element")
+        if r.mathjax_state != "done":
+            problems.append(f"{r.rel}: MathJax did not finish typesetting ({r.mathjax_state})")
+        if r.math_untypeset:
+            problems.append(f"{r.rel}: math left as raw TeX: {r.math_untypeset[:5]}")
+        if r.math_tex_errors:
+            problems.append(f"{r.rel}: TeX errors: {r.math_tex_errors[:5]}")
+    _fail_if(problems, "math that a reader would not see typeset")
+
+
+def test_images_load(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [f"{r.rel}: {src}" for r in reports.values() for src in r.images_broken],
+        "images that did not load (naturalWidth 0)",
+    )
+
+
+def test_math_and_widget_assets_are_not_blocked(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [
+            f"{r.rel}: [{kind}] {url}"
+            for r in reports.values()
+            for kind, url in r.blocked
+            if MATH_WIDGET_ASSET.search(url)
+        ],
+        "math or widget assets requested from the network (blocked)",
+    )
+
+
+def test_no_script_style_or_font_from_the_network(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [
+            f"{r.rel}: [{kind}] {url}"
+            for r in reports.values()
+            for kind, url in r.blocked
+            if kind in ("script", "stylesheet", "font")
+        ],
+        "scripts, stylesheets or fonts requested from the network (blocked)",
+    )
+
+
+def test_local_assets_load(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [f"{r.rel}: {failure}" for r in reports.values() for failure in r.failed_local],
+        "requests to the book's own files that failed",
+    )
+
+
+def test_no_uncaught_javascript_errors(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [
+            f"{r.rel}: {err.splitlines()[0] if err else err}"
+            for r in reports.values()
+            for err in r.page_errors
+            if not any(known in err for known in KNOWN_PAGE_ERRORS)
+        ],
+        "uncaught JavaScript errors",
+    )
+
+
+def test_widgets_render(reports: dict[str, PageReport]) -> None:
+    _fail_if(
+        [
+            f"{r.rel}: {r.widgets_rendered} of {r.widget_views} saved widget views rendered"
+            for r in reports.values()
+            if r.widgets_rendered < r.widget_views
+        ],
+        "ipywidgets that did not render",
+    )
+
+
+def test_lab_pages_have_colab_link(
+    reports: dict[str, PageReport], pages: list[BookPage], root: Path
+) -> None:
+    labs = [p for p in pages if p.is_lab]
+    if not labs:
+        pytest.skip("no lab page (notebooks/*.ipynb) in the build")
+    prefix = expected_colab_prefix(root)
+    problems = []
+    for lab in labs:
+        r = reports[lab.rel]
+        notebook = lab.source.relative_to(root).as_posix()  # notebooks/<name>.ipynb
+        expected = prefix + notebook
+        if not r.colab_links:
+            problems.append(f"{lab.rel}: no Colab launch link (expected {expected})")
+        for href in r.colab_links:
+            if href != expected:
+                problems.append(f"{lab.rel}: Colab link {href} is not {expected}")
+        if not (root / notebook).is_file():
+            problems.append(f"{lab.rel}: {notebook} is not in the repository")
+    _fail_if(problems, "lab pages without a well-formed Colab link")
+
+
+def test_solutions_collapsed_until_clicked(reports: dict[str, PageReport]) -> None:
+    with_solutions = [r for r in reports.values() if r.solutions]
+    if not with_solutions:
+        pytest.skip("no page has a sphinx-exercise solution")
+    problems = []
+    for r in with_solutions:
+        for s in r.solutions:
+            where = f"{r.rel} #{s['id']} ({s['title']!r})"
+            if not s["dropdown"]:
+                problems.append(f"{where}: not collapsed (add `:class: dropdown`)")
+            if not s["title_visible"]:
+                problems.append(f"{where}: its title is not visible")
+            if not s["content_blocks"]:
+                problems.append(f"{where}: has no content")
+                continue
+            if any(s["visible_before_click"]):
+                problems.append(f"{where}: content visible before the toggle is clicked")
+            if s["visible_after_click"] is None:
+                problems.append(f"{where}: no toggle button to click")
+            elif not all(s["visible_after_click"]):
+                problems.append(f"{where}: content still hidden after the toggle was clicked")
+    _fail_if(problems, "solutions that a reader does not see collapsed, then opened")
