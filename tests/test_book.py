@@ -51,3 +51,11 @@ def test_pages_load_no_cdn_scripts(book_build):
         text = page.read_text()
         for cdn in ("cdn.jsdelivr.net", "cdnjs.cloudflare.com", "unpkg.com"):
             assert not re.search(rf'<script[^>]+src="https?://{re.escape(cdn)}', text), (page, cdn)
+
+
+def test_chapter_pages_have_no_colab_button(book_build, root):
+    # Colab cannot open MyST .md chapters; only the labs (.ipynb) get launch buttons.
+    for source in (root / "book").glob("*.md"):
+        page = book_build.html / "book" / f"{source.stem}.html"
+        if page.exists():
+            assert "colab.research.google.com/github" not in page.read_text(), page

@@ -199,7 +199,7 @@ class PageReport:
     screenshot: str | None = None
 
 
-_MATH_JS = """
+_MATH_JS = r"""
 () => {
   const els = Array.from(document.querySelectorAll("span.math, div.math"));
   const snip = (e) => (e.innerText || e.textContent || "").trim().slice(0, 80);
@@ -209,7 +209,11 @@ _MATH_JS = """
     untypeset: els.filter((e) => !e.querySelector("mjx-container")
                            || RAW.some((r) => (e.innerText || "").includes(r))).map(snip),
     errors: Array.from(document.querySelectorAll("mjx-merror"))
-                 .map((e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 80)),
+                 .map((e) => e.getAttribute("data-mjx-error") || e.textContent.slice(0, 80))
+      // an undefined macro is shown in red (TeX extension noundefined), not as an error
+      .concat(Array.from(document.querySelectorAll('mjx-assistive-mml mtext[mathcolor="red"]'))
+                 .map((e) => e.textContent.trim()).filter((t) => /^\\[A-Za-z]+$/.test(t))
+                 .map((t) => "undefined control sequence " + t)),
   };
 }
 """.replace("RAW", json.dumps(RAW_TEX))
