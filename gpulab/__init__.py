@@ -22,6 +22,7 @@ from gpulab.plotting import (
     course_style,
     plot_measured_vs_predicted,
     plot_spec_trend,
+    tidy_point_labels,
     use_course_style,
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
@@ -89,6 +90,7 @@ __all__ = [
     "setup_lab",
     "synchronize",
     "thread_map",
+    "tidy_point_labels",
     "timer",
     "use_course_style",
 ]

@@ -20,6 +20,7 @@ __all__ = [
     "use_course_style",
     "plot_spec_trend",
     "plot_measured_vs_predicted",
+    "tidy_point_labels",
 ]
 
 COLORS = {"cpu": "#4C72B0", "gpu": "#55A868", "tpu": "#C44E52", "prediction": "#8172B2"}
@@ -146,3 +147,44 @@ def plot_measured_vs_predicted(
     ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2,
               fontsize=8)
     return ax
+
+
+def tidy_point_labels(ax, fontsize: float = 8) -> None:
+    """Make the point labels of a scatter plot readable.
+
+    Merges the labels of (nearly) coinciding points ("A / B"), then moves each label to the
+    first spot around its point that covers no other label or point. Call it after the
+    figure's layout is final (after ``tight_layout``), since it works in pixels.
+    """
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    texts = sorted(ax.texts, key=lambda t: (-t.xy[1], t.xy[0]))
+    points = [tuple(ax.transData.transform(t.xy)) for t in texts]  # in pixels
+    radius = 5 * fig.dpi / 72                                      # about one marker
+    kept = []                                                      # (label, its point)
+    for text, (x, y) in zip(texts, points, strict=True):
+        twin = next((k for k, (kx, ky) in kept if abs(kx - x) + abs(ky - y) < radius), None)
+        if twin is None:
+            kept.append((text, (x, y)))
+        else:
+            twin.set_text(f"{twin.get_text()} / {text.get_text()}")
+            text.remove()
+    spots = [((4, 2), "left", "bottom"), ((4, -2), "left", "top"),
+             ((-4, 2), "right", "bottom"), ((-4, -2), "right", "top")]
+    frame = ax.get_window_extent(renderer)
+    placed = []
+    for text, own in kept:
+        text.set_fontsize(fontsize)
+        for offset, ha, va in spots:
+            text.xyann = offset
+            text.set_horizontalalignment(ha)
+            text.set_verticalalignment(va)
+            box = text.get_window_extent(renderer)
+            covers_point = any(box.x0 - radius < x < box.x1 + radius
+                               and box.y0 - radius < y < box.y1 + radius
+                               for x, y in points if abs(x - own[0]) + abs(y - own[1]) >= radius)
+            inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
+            if inside and not covers_point and not any(box.overlaps(p) for p in placed):
+                break
+        placed.append(text.get_window_extent(renderer))

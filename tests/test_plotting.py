@@ -42,3 +42,17 @@ def test_course_style_is_scoped():
     with gl.course_style():
         assert matplotlib.rcParams["axes.spines.top"] is False
     assert matplotlib.rcParams["axes.spines.top"] == before
+
+
+def test_tidy_point_labels_merges_coinciding_points_and_separates_the_rest():
+    fig, ax = plt.subplots()
+    ax.scatter([1, 1, 2], [1, 1, 1.001])
+    for name, (x, y) in zip(["A", "B", "C"], [(1, 1), (1, 1), (2, 1.001)], strict=True):
+        ax.annotate(name, (x, y), xytext=(4, 2), textcoords="offset points")
+    gl.tidy_point_labels(ax)
+    labels = sorted(t.get_text() for t in ax.texts)
+    assert labels == ["A / B", "C"] or labels == ["B / A", "C"]
+    renderer = fig.canvas.get_renderer()
+    boxes = [t.get_window_extent(renderer) for t in ax.texts]
+    assert not boxes[0].overlaps(boxes[1])
+    plt.close(fig)
