@@ -45,7 +45,8 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
     info = detect_device()
     print(f"gpulab {__version__} | {info.summary()}")
     if not info.is_gpu:
-        print("No GPU here: this lab runs its CPU version; GPU figures are labelled predictions.")
+        print("No GPU here: this lab runs its CPU version.")
+        print("GPU figures below are labelled predictions, not measurements.")
     return info
 
 

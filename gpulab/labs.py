@@ -105,7 +105,7 @@ def setup_cell_source(repo_url: str, branch: str = "main") -> str:
     spec = f"gpulab @ git+{repo_url.rstrip('/')}.git@{branch}"
     return "\n".join(
         [
-            "# Setup: install gpulab if it is missing (on Colab); torch and CuPy stay as they are.",
+            "# Install gpulab if it is missing (Colab); torch and CuPy are left alone.",
             "try:",
             "    import gpulab as gl",
             "except ImportError:",
