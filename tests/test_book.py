@@ -69,3 +69,13 @@ def test_chapter_pages_have_no_colab_button(book_build, root):
         page = book_build.html / "book" / f"{source.stem}.html"
         if page.exists():
             assert "colab.research.google.com/github" not in page.read_text(), page
+
+
+def test_internal_links_resolve(book_build):
+    html_root = book_build.html
+    for folder in ("book", "notebooks"):
+        for page in (html_root / folder).glob("*.html"):
+            for href in re.findall(r'<a [^>]*href="([^"#?]+)', page.read_text()):
+                if re.match(r"[a-z]+:", href):  # https:, mailto: ...
+                    continue
+                assert (page.parent / href).resolve().exists(), f"{page.name}: {href}"
