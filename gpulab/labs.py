@@ -46,6 +46,9 @@ def lab_info(path: str | Path) -> LabInfo:
     meta = _read(path).get("metadata", {}).get("gpulab")
     if not meta:
         raise ValueError(f"{path} has no 'gpulab' entry in its notebook metadata")
+    missing = [key for key in ("title", "chapter", "needs") if not meta.get(key)]
+    if missing:
+        raise ValueError(f"{path}: the 'gpulab' metadata lacks {', '.join(missing)}")
     return LabInfo(
         path=path,
         title=meta["title"],

@@ -8,13 +8,27 @@ and date, and stores the run time per device kind in the notebook's ``gpulab`` m
 
 from __future__ import annotations
 
+import os
+import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 from gpulab.labs import PROVENANCE_TAG
 from gpulab.provenance import provenance, provenance_line
 
 __all__ = ["record_notebook"]
+
+
+@contextmanager
+def _this_python_first_on_path():
+    """Kernel specs launch "python" from PATH: make that the interpreter running gpulab."""
+    old = os.environ.get("PATH", "")
+    os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + old
+    try:
+        yield
+    finally:
+        os.environ["PATH"] = old
 
 
 def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "python3") -> dict:
@@ -49,7 +63,8 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
         store_widget_state=True,
     )
     start = time.perf_counter()
-    client.execute()
+    with _this_python_first_on_path():
+        client.execute()
     elapsed = time.perf_counter() - start
 
     record = provenance()

@@ -38,6 +38,8 @@ def book_build() -> BookBuild:
     """Build the book once per session, strictly (warnings are errors, references checked)."""
     cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going"]
     env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")
+    # Kernel specs launch "python" from PATH: make it this interpreter, as course.py does.
+    env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
     proc = subprocess.run(
         cmd,
         cwd=ROOT,

@@ -81,3 +81,32 @@ def test_lab_table_lists_each_lab_with_its_run_time(root):
     assert table.count("\n") == 1 + len(labs(root))
     with pytest.raises(FileNotFoundError, match="folder="):
         gl.list_labs(root / "no-such-folder")
+
+
+def test_lab_without_metadata_is_named_in_the_error(tmp_path):
+    nb = nbformat.v4.new_notebook()
+    nb.metadata["gpulab"] = {"title": "T"}
+    path = tmp_path / "x.ipynb"
+    nbformat.write(nb, path)
+    with pytest.raises(ValueError, match="x.ipynb: the 'gpulab' metadata lacks chapter, needs"):
+        gl.list_labs(tmp_path)
+
+
+def test_record_executes_in_place_and_stamps_provenance(tmp_path):
+    from gpulab.record import record_notebook
+
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell("print(6 * 7)"),
+        nbformat.v4.new_markdown_cell("old", metadata={"tags": ["provenance"]}),
+    ]
+    nb.metadata["gpulab"] = {"title": "T", "chapter": "book/x", "needs": "CPU"}
+    path = tmp_path / "tiny.ipynb"
+    nbformat.write(nb, path)
+    rec = record_notebook(path, timeout=120)
+    done = nbformat.read(path, as_version=4)
+    assert done.cells[0].outputs[0]["text"] == "42\n"
+    assert done.cells[1].source.startswith(f"**Provenance.** Outputs recorded on {rec['date']}")
+    kind = rec["kind"]
+    assert done.metadata["gpulab"]["run_time_s"][kind] == rec["run_time_s"] > 0
+    assert done.metadata["gpulab"]["recorded"][kind]["torch"] == rec["torch"]
