@@ -10,6 +10,7 @@ See also the chapter "What a GPU is" (``book/gpu_basics.md``).
 
 from __future__ import annotations
 
+import functools
 import os
 import platform
 from dataclasses import dataclass
@@ -65,6 +66,7 @@ class CpuPeak:
         )
 
 
+@functools.cache  # static for the life of the process; read it once
 def _cpuinfo() -> str:
     try:
         return Path("/proc/cpuinfo").read_text()

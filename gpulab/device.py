@@ -174,7 +174,8 @@ def detect_device() -> DeviceInfo:
     >>> gl.detect_device().kind in ("cuda", "mps", "cpu")
     True
     """
-    fields: dict = {"kind": "cpu", "name": cpu_model(), "cpu_model": cpu_model()}
+    model = cpu_model()
+    fields: dict = {"kind": "cpu", "name": model, "cpu_model": model}
     fields["cpu_cores"] = cpu_cores()
     fields["in_colab"] = in_colab()
     problems: list[str] = []
