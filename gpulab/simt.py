@@ -118,9 +118,8 @@ def thread_map(n: int, block: int) -> tuple[np.ndarray, np.ndarray]:
     """
     if n < 1:
         raise ValueError(f"n={n!r} must be at least 1")
-    Dim3.of(block, "block")
-    if block > _MAX_THREADS_PER_BLOCK:
-        raise ValueError(f"block={block} exceeds CUDA's {_MAX_THREADS_PER_BLOCK} threads per block")
+    if not isinstance(block, int) or block < 1:  # launch() checks the upper limit
+        raise ValueError(f"block={block!r} must be a positive integer")
     block_of = np.full(n, -1)
     thread_of = np.full(n, -1)
 
