@@ -2,12 +2,14 @@
 
 Measure how GPUs accelerate deep-learning training on your own hardware: find the device
 (:func:`detect_device`, :func:`doctor`), time code correctly (:func:`benchmark`,
-:func:`timer`), look up datasheet figures with their sources (:func:`get_spec`), predict
+:func:`timer`), check an exercise's answer
+(:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
 (:func:`scale`).
 """
 
 from gpulab.bench import BenchResult, Stopwatch, benchmark, synchronize, timer
+from gpulab.check import CheckResult, check
 from gpulab.cpu import (
     CpuPeak,
     cpu_cores,
@@ -54,6 +56,7 @@ __all__ = [
     "COLORS",
     "DTYPES",
     "BenchResult",
+    "CheckResult",
     "CpuPeak",
     "DeviceInfo",
     "DeviceSpec",
@@ -68,6 +71,7 @@ __all__ = [
     "attainable_flops",
     "benchmark",
     "best_device",
+    "check",
     "course_style",
     "cpu_cores",
     "cpu_model",

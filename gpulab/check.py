@@ -1,0 +1,139 @@
+"""Check a learner's numeric answer to an exercise, with a tolerance and a hint.
+
+Labs put each exercise in two cells: one where the learner writes ``answer = ...`` (in the
+instructor copy it holds the worked solution and is tagged ``solution``), and one that calls
+:func:`check`. The expected value is computed by an independent route where one exists
+(a FLOP counter, the spec registry, a measurement), so the check cell does not simply
+print the answer.
+
+An unanswered exercise (``answer = None``) is not an error: the lab still runs to the end.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from numbers import Real
+
+__all__ = ["CheckResult", "check"]
+
+
+@dataclass(frozen=True)
+class CheckResult:
+    """The outcome of :func:`check`; true when the answer is within tolerance.
+
+    Attributes
+    ----------
+    name : str
+        What was checked, as shown to the learner.
+    answer : float or None
+        The learner's answer (None when not answered yet).
+    expected : float
+        The expected value.
+    ok : bool
+        Whether ``answer`` is within tolerance of ``expected``.
+    message : str
+        The sentence shown to the learner.
+    """
+
+    name: str
+    answer: float | None
+    expected: float
+    ok: bool
+    message: str
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        return self.message
+
+    def _ipython_display_(self) -> None:
+        # check() has already printed the message; showing the dataclass again is noise.
+        pass
+
+
+def _format(value: float, unit: str) -> str:
+    return f"{value:.4g}{' ' + unit if unit else ''}"
+
+
+def check(
+    answer,
+    expected: float,
+    *,
+    rtol: float = 0.01,
+    atol: float = 0.0,
+    name: str = "answer",
+    unit: str = "",
+    hint: str | None = None,
+    quiet: bool = False,
+) -> CheckResult:
+    """Compare ``answer`` with ``expected`` and tell the learner how it went.
+
+    Parameters
+    ----------
+    answer : float, int or None
+        The learner's answer; None means "not answered yet".
+    expected : float
+        The expected value.
+    rtol, atol : float
+        Relative and absolute tolerance, as in :func:`math.isclose`.
+    name : str
+        What the answer is, for the message (e.g. ``"FLOPs of the forward pass"``).
+    unit : str
+        Unit shown after numbers in the message.
+    hint : str, optional
+        Shown when the answer is wrong, to point at the idea without giving it away.
+    quiet : bool
+        Do not print; only return the result.
+
+    Returns
+    -------
+    CheckResult
+        True when the answer is within tolerance.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> bool(gl.check(2 * 64**3, expected=524288, name="matmul FLOPs", quiet=True))
+    True
+    >>> _ = gl.check(64**3, expected=524288, name="matmul FLOPs", hint="multiply and add")
+    Not yet: matmul FLOPs = 2.621e+05, expected within 1% of a different value \
+(yours is 0.5× it). Hint: multiply and add
+    """
+    for label, value in (("rtol", rtol), ("atol", atol)):
+        if not isinstance(value, Real) or value < 0:
+            raise ValueError(f"{label}={value!r} must be a number of 0 or more")
+    if not isinstance(expected, Real) or isinstance(expected, bool) or not math.isfinite(expected):
+        raise ValueError(f"expected={expected!r} must be a finite number")
+
+    if answer is None or answer is Ellipsis:
+        message = f"Not answered yet: set answer to your value for {name} and run this cell again."
+        result = CheckResult(name, None, float(expected), False, message)
+    elif isinstance(answer, bool) or not isinstance(answer, Real):
+        message = (
+            f"{name} should be a number, but answer={answer!r} is a {type(answer).__name__}. "
+            "Write it as a plain number, e.g. 1.5e9."
+        )
+        result = CheckResult(name, None, float(expected), False, message)
+    else:
+        answer = float(answer)
+        ok = math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol)
+        tolerance = f"{rtol:.0%}" if atol == 0 else f"{rtol:.0%} or {_format(atol, unit)}"
+        if ok:
+            message = (
+                f"Correct: {name} = {_format(answer, unit)} "
+                f"(expected {_format(expected, unit)}, within {tolerance})."
+            )
+        else:
+            ratio = f" (yours is {answer / expected:.2g}× it)" if expected != 0 else ""
+            message = (
+                f"Not yet: {name} = {_format(answer, unit)}, expected within {tolerance} "
+                f"of a different value{ratio}."
+            )
+            if hint:
+                message += f" Hint: {hint}"
+        result = CheckResult(name, answer, float(expected), ok, message)
+    if not quiet:
+        print(result.message)
+    return result
