@@ -19,6 +19,15 @@ from gpulab.cpu import (
 )
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.memory import (
+    OPTIMIZERS,
+    PRECISIONS,
+    MemoryEstimate,
+    activation_bytes,
+    estimate_training_memory,
+    gpus_that_fit,
+    measure_training_memory,
+)
 from gpulab.plotting import (
     COLORS,
     course_style,
@@ -32,6 +41,7 @@ from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, 
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.train import TrainStats, train
 
 __version__ = "0.1.0"
 
@@ -55,6 +65,8 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 __all__ = [
     "COLORS",
     "DTYPES",
+    "OPTIMIZERS",
+    "PRECISIONS",
     "BenchResult",
     "CheckResult",
     "CpuPeak",
@@ -62,10 +74,13 @@ __all__ = [
     "DeviceSpec",
     "Dim3",
     "LabInfo",
+    "MemoryEstimate",
     "Prediction",
     "Stopwatch",
     "ThreadContext",
+    "TrainStats",
     "__version__",
+    "activation_bytes",
     "advice",
     "arithmetic_intensity",
     "attainable_flops",
@@ -78,13 +93,16 @@ __all__ = [
     "detect_device",
     "doctor",
     "estimate_cpu_peak",
+    "estimate_training_memory",
     "get_spec",
+    "gpus_that_fit",
     "in_colab",
     "lab_table",
     "launch",
     "list_labs",
     "list_specs",
     "measure_memory_bandwidth",
+    "measure_training_memory",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
     "predict_time",
@@ -97,5 +115,6 @@ __all__ = [
     "thread_map",
     "tidy_point_labels",
     "timer",
+    "train",
     "use_course_style",
 ]
