@@ -4,12 +4,29 @@ Measure how GPUs accelerate deep-learning training on your own hardware: find th
 (:func:`detect_device`, :func:`doctor`), time code correctly (:func:`benchmark`,
 :func:`timer`), check an exercise's answer
 (:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
-what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
+what a GPU you do not have would do (:func:`predict_time`), model what communication between
+GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the machine
 (:func:`scale`).
 """
 
 from gpulab.bench import BenchResult, Stopwatch, benchmark, synchronize, timer
 from gpulab.check import CheckResult, check
+from gpulab.comms import (
+    COLLECTIVES,
+    Interconnect,
+    StepTime,
+    allgather_time,
+    allreduce_bytes_per_rank,
+    allreduce_time,
+    broadcast_time,
+    bus_bandwidth,
+    collective_time,
+    dp_step_time,
+    fit_alpha_beta,
+    interconnect,
+    list_interconnects,
+    reduce_scatter_time,
+)
 from gpulab.cpu import (
     CpuPeak,
     cpu_cores,
@@ -63,42 +80,55 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 
 
 __all__ = [
-    "COLORS",
-    "DTYPES",
-    "OPTIMIZERS",
-    "PRECISIONS",
     "BenchResult",
+    "COLLECTIVES",
+    "COLORS",
     "CheckResult",
     "CpuPeak",
+    "DTYPES",
     "DeviceInfo",
     "DeviceSpec",
     "Dim3",
+    "Interconnect",
     "LabInfo",
     "MemoryEstimate",
+    "OPTIMIZERS",
+    "PRECISIONS",
     "Prediction",
+    "StepTime",
     "Stopwatch",
     "ThreadContext",
     "TrainStats",
     "__version__",
     "activation_bytes",
     "advice",
+    "allgather_time",
+    "allreduce_bytes_per_rank",
+    "allreduce_time",
     "arithmetic_intensity",
     "attainable_flops",
     "benchmark",
     "best_device",
+    "broadcast_time",
+    "bus_bandwidth",
     "check",
+    "collective_time",
     "course_style",
     "cpu_cores",
     "cpu_model",
     "detect_device",
     "doctor",
+    "dp_step_time",
     "estimate_cpu_peak",
     "estimate_training_memory",
+    "fit_alpha_beta",
     "get_spec",
     "gpus_that_fit",
     "in_colab",
+    "interconnect",
     "lab_table",
     "launch",
+    "list_interconnects",
     "list_labs",
     "list_specs",
     "measure_memory_bandwidth",
@@ -108,6 +138,7 @@ __all__ = [
     "predict_time",
     "provenance",
     "provenance_line",
+    "reduce_scatter_time",
     "scale",
     "seed_everything",
     "setup_lab",
