@@ -33,14 +33,14 @@ def commands(course, monkeypatch):
 
 def test_default_build_is_the_readers_build(course, commands):
     assert course.build(course.Path(sys.executable)) == 0
-    (cmd, config), = commands
+    ((cmd, config),) = commands
     assert cmd[3:] == ["build", str(course.ROOT), "--warningiserror", "--nitpick", "--keep-going"]
     assert config is None
 
 
 def test_solutions_open_build_uses_an_override_and_its_own_output(course, commands):
     assert course.build(course.Path(sys.executable), solutions_open=True) == 0
-    (cmd, config_text), = commands
+    ((cmd, config_text),) = commands
     assert cmd[cmd.index("--config") + 1] == str(course.INSTRUCTOR_CONFIG)
     assert cmd[cmd.index("--path-output") + 1] == str(course.INSTRUCTOR_OUTPUT)
     config = yaml.safe_load(config_text)

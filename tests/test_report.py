@@ -46,7 +46,10 @@ def test_committed_reports_validate_and_carry_provenance(committed_reports):
     "breakage, message",
     [
         (lambda r: r.pop("provenance"), "(top level): 'provenance' is a required property"),
-        (lambda r: r["results"][0].update(value=-1.0), "results/0/value: -1.0 is less than or equal"),
+        (
+            lambda r: r["results"][0].update(value=-1.0),
+            "results/0/value: -1.0 is less than or equal",
+        ),
         (lambda r: r["results"][0].update(unit="GB/s"), "results/0/unit: 'GB/s' is not one of"),
         (lambda r: r["results"].clear(), "results: [] should be non-empty"),
         (lambda r: r["provenance"].update(date="2 Dec"), "provenance/date: '2 Dec' does not match"),
@@ -88,7 +91,9 @@ def test_reference_is_the_datasheet_for_a_known_gpu_and_an_estimate_for_a_cpu():
     t4 = rep.reference_for(gl.DeviceInfo(kind="cuda", name="Tesla T4"))
     assert t4["kind"] == "datasheet" and t4["name"] == "Tesla T4"
     assert t4["memory_bandwidth"] == 320e9 and t4["source_url"].startswith("https://")
-    assert rep.reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA Tesla T4"))["name"] == "Tesla T4"
+    assert (
+        rep.reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA Tesla T4"))["name"] == "Tesla T4"
+    )
     unknown = rep.reference_for(gl.DeviceInfo(kind="cuda", name="Imaginary X1"))
     assert unknown["kind"] == "none" and "not in the registry" in unknown["label"]
     cpu = rep.reference_for(gl.detect_device()) if not gl.detect_device().is_gpu else None

@@ -90,7 +90,9 @@ def test_markdown_solution_is_dropped_and_only_leading_comments_stay():
     )
     copy = student_copy(nb)
     assert [c.cell_type for c in copy.cells] == ["markdown", "code", "code"]
-    assert copy.cells[1].source == f"# Q: bytes of a float32 vector of 10 elements?\n{STUDENT_ANSWER}"
+    assert (
+        copy.cells[1].source == f"# Q: bytes of a float32 vector of 10 elements?\n{STUDENT_ANSWER}"
+    )
 
 
 def test_command_writes_copies_and_refuses_the_labs_folder(tmp_path, root, capsys):
@@ -114,7 +116,10 @@ def test_student_copy_of_lab_1_runs_to_the_end_on_cpu(tmp_path, root):
     os.environ["PYTHONPATH"] = str(root)  # and it imports this checkout's gpulab
     try:
         NotebookClient(
-            copy, timeout=300, kernel_name="python3", resources={"metadata": {"path": str(tmp_path)}}
+            copy,
+            timeout=300,
+            kernel_name="python3",
+            resources={"metadata": {"path": str(tmp_path)}},
         ).execute()
     finally:
         os.environ["PATH"] = old_path

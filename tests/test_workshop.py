@@ -79,7 +79,10 @@ def test_lab_slot_uses_recorded_run_time_for_the_device():
     minutes, note = lab_minutes(cpu_only, device="cuda", working_min=0)
     assert minutes == 2 and "no GPU record yet" in note
     unrecorded = gl.LabInfo(Path("x.ipynb"), "X", "book/x", "any")
-    assert lab_minutes(unrecorded, working_min=15) == (15, "run time not recorded yet; 15 min working time")
+    assert lab_minutes(unrecorded, working_min=15) == (
+        15,
+        "run time not recorded yet; 15 min working time",
+    )
     agenda = make_agenda([lab], 90, device="cuda", working_min=20, reading_min=15)
     (lab_slot,) = [s for s in agenda.slots if s.kind == "lab"]
     assert lab_slot.minutes == 21 and lab_slot.lab is lab
