@@ -362,16 +362,19 @@ def _human(value: float, unit: str) -> str:
 
 
 def gallery_table(reports: list[dict]) -> str:
-    """A Markdown table: every measurement of every report beside its reference figure."""
+    """A Markdown table: every measurement of every report beside its reference figure.
+
+    The device and date are given on the first row of each report.
+    """
     rows = [
-        "| Device (report) | Date | Measurement | Measured (median) | Spread (IQR) "
-        "| Reference | Measured / reference |",
-        "|---|---|---|---|---|---|---|",
+        "| Device, date | Measurement | Measured (median) | Spread (IQR) | Reference "
+        "| Measured / reference |",
+        "|---|---|---|---|---|---|",
     ]
     for report in reports:
         ref = report["reference"]
         device = report["provenance"]["device"].split(";")[0]
-        for entry in report["results"]:
+        for i, entry in enumerate(report["results"]):
             promised = _promised(entry, ref)
             spread = (
                 f"{100 * entry['iqr_s'] / entry['median_s']:.0f}%"
@@ -383,16 +386,16 @@ def gallery_table(reports: list[dict]) -> str:
                 ratio = f"{100 * entry['value'] / promised:.0f}%"
             else:
                 ref_text, ratio = "—", "—"
+            where = f"**{device}**, {report['provenance']['date']}" if i == 0 else ""
             rows.append(
-                f"| {device} ({report['_file']}) | {report['provenance']['date']} "
-                f"| {_label(entry)} | {_human(entry['value'], entry['unit'])} | {spread} "
-                f"| {ref_text} | {ratio} |"
+                f"| {where} | {_label(entry)} | {_human(entry['value'], entry['unit'])} "
+                f"| {spread} | {ref_text} | {ratio} |"
             )
     return "\n".join(rows)
 
 
 def plot_reports(reports: list[dict]):
-    """One panel per report: each measurement with a reference, beside that reference.
+    """One panel per report: each rate measured, beside its reference where there is one.
 
     Measured bars are solid; reference bars are hatched and labelled with their kind
     (``datasheet`` or ``estimate``), so a promise never reads as a measurement.
@@ -404,17 +407,18 @@ def plot_reports(reports: list[dict]):
 
     if not reports:
         raise ValueError("reports=[] is empty: nothing to plot")
+    bars = [sum(e["unit"] != "samples/s" for e in r["results"]) for r in reports]
     fig, axes = plt.subplots(
         len(reports),
         1,
-        figsize=(8, 1.0 + 1.6 * len(reports)),
+        figsize=(8, 1.2 + 0.55 * sum(bars) + 0.5 * len(reports)),
         squeeze=False,
         layout="constrained",
+        gridspec_kw={"height_ratios": bars},
     )
     for ax, report in zip(axes[:, 0], reports, strict=True):
         ref = report["reference"]
         rows = [(e, _promised(e, ref)) for e in report["results"] if e["unit"] != "samples/s"]
-        rows = [(e, p) for e, p in rows if p] or rows
         labels = []
         for i, (entry, promised) in enumerate(rows):
             scale = 1e9

@@ -142,15 +142,21 @@ def test_bench_command_writes_a_valid_report(tmp_path, tiny_sizes, capsys):
 
 def test_gallery_table_sets_measured_beside_reference(committed_reports):
     table = rep.gallery_table(committed_reports)
-    lines = table.splitlines()
-    assert len(lines) == 2 + sum(len(r["results"]) for r in committed_reports)
+    assert len(table.splitlines()) == 2 + sum(len(r["results"]) for r in committed_reports)
     for report in committed_reports:
+        lines = rep.gallery_table([report]).splitlines()[2:]
+        assert report["provenance"]["date"] in lines[0] and all("**" not in x for x in lines[1:])
         ref = report["reference"]
-        fp32 = next(e for e in report["results"] if e["name"] == "matmul" and e["dtype"] == "fp32")
+        row = next(line for line in lines if "matmul FP32" in line)
         if ref.get("peak_flops", {}).get("fp32"):
+            fp32 = next(
+                e for e in report["results"] if (e["name"], e["dtype"]) == ("matmul", "fp32")
+            )
             ratio = f"{100 * fp32['value'] / ref['peak_flops']['fp32']:.0f}%"
-            row = next(line for line in lines if "matmul FP32" in line and report["_file"] in line)
             assert row.endswith(f"| {ratio} |") and f"({ref['kind']})" in row
+        copy_row = next(line for line in lines if "memory copy" in line)
+        if not ref.get("memory_bandwidth"):
+            assert copy_row.endswith("| — | — |")
 
 
 def test_gallery_figure_has_a_panel_per_report(committed_reports):
