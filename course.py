@@ -4,8 +4,8 @@
     python3 course.py build    # install everything (first time), build the book into _build/html
     python3 course.py test     # install everything (first time), run the whole test suite
 
-    python3 course.py build --solutions-open   # instructors' copy: every worked solution shown
-                                               # expanded, built into _build/instructor/html
+    python3 course.py build --solutions-open   # instructors' copy, every worked solution
+                                               # expanded: _build/instructor/_build/html
 
 Extra arguments after ``test`` go to pytest, e.g. ``python3 course.py test -k specs``.
 
@@ -35,7 +35,7 @@ STAMP_NAME = ".gpulab-requirements.sha256"
 # The instructors' build: a copy of _config.yml with one override, written next to it (the
 # config's relative paths, such as local_extensions, are resolved from its folder).
 INSTRUCTOR_CONFIG = ROOT / "_config.instructor.yml"
-INSTRUCTOR_OUTPUT = ROOT / "_build" / "instructor"
+INSTRUCTOR_OUTPUT = ROOT / "_build" / "instructor"  # jupyter-book adds _build/html below it
 # sphinx-togglebutton collapses what matches this selector (its default is
 # ".toggle, .admonition.dropdown"); leaving sphinx-exercise solutions out shows them expanded.
 SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
@@ -176,7 +176,7 @@ def build(python: Path, solutions_open: bool = False) -> int:
     import yaml  # installed with jupyter-book, which this build needs anyway
 
     output = INSTRUCTOR_OUTPUT.relative_to(ROOT)
-    say(f"building the instructors' book, solutions shown, into {output}/html")
+    say(f"building the instructors' book, solutions shown, into {output}/_build/html")
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     INSTRUCTOR_CONFIG.write_text(yaml.safe_dump(instructor_config(config)), encoding="utf-8")
     try:

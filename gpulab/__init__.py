@@ -3,7 +3,9 @@
 Measure how GPUs accelerate deep-learning training on your own hardware: find the device
 (:func:`detect_device`, :func:`doctor`), time code correctly (:func:`benchmark`,
 :func:`timer`), check an exercise's answer
-(:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
+(:func:`check`), plan a workshop (:func:`make_agenda`), hand out labs without their
+solutions (:func:`write_student_copies`), record the standard benchmarks (:func:`run_bench`),
+look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
 (:func:`scale`).
 """
@@ -28,10 +30,13 @@ from gpulab.plotting import (
     use_course_style,
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
+from gpulab.report import run_bench, validate_report
 from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.student import student_copy, write_student_copies
+from gpulab.workshop import Agenda, make_agenda
 
 __version__ = "0.1.0"
 
@@ -55,6 +60,7 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 __all__ = [
     "COLORS",
     "DTYPES",
+    "Agenda",
     "BenchResult",
     "CheckResult",
     "CpuPeak",
@@ -84,18 +90,23 @@ __all__ = [
     "launch",
     "list_labs",
     "list_specs",
+    "make_agenda",
     "measure_memory_bandwidth",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
     "predict_time",
     "provenance",
     "provenance_line",
+    "run_bench",
     "scale",
     "seed_everything",
     "setup_lab",
+    "student_copy",
     "synchronize",
     "thread_map",
     "tidy_point_labels",
     "timer",
     "use_course_style",
+    "validate_report",
+    "write_student_copies",
 ]
