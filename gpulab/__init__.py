@@ -6,6 +6,10 @@ Measure how GPUs accelerate deep-learning training on your own hardware: find th
 (:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), model what communication between
 GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the machine
+(:func:`check`), plan a workshop (:func:`make_agenda`), hand out labs without their
+solutions (:func:`write_student_copies`), record the standard benchmarks (:func:`run_bench`),
+look up datasheet figures with their sources (:func:`get_spec`), predict
+what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
 (:func:`scale`).
 """
 
@@ -54,11 +58,14 @@ from gpulab.plotting import (
     use_course_style,
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
+from gpulab.report import run_bench, validate_report
 from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.student import student_copy, write_student_copies
 from gpulab.train import TrainStats, train
+from gpulab.workshop import Agenda, make_agenda
 
 __version__ = "0.1.0"
 
@@ -80,6 +87,7 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 
 
 __all__ = [
+    "Agenda",
     "BenchResult",
     "COLLECTIVES",
     "COLORS",
@@ -131,6 +139,7 @@ __all__ = [
     "list_interconnects",
     "list_labs",
     "list_specs",
+    "make_agenda",
     "measure_memory_bandwidth",
     "measure_training_memory",
     "plot_measured_vs_predicted",
@@ -139,13 +148,17 @@ __all__ = [
     "provenance",
     "provenance_line",
     "reduce_scatter_time",
+    "run_bench",
     "scale",
     "seed_everything",
     "setup_lab",
+    "student_copy",
     "synchronize",
     "thread_map",
     "tidy_point_labels",
     "timer",
     "train",
     "use_course_style",
+    "validate_report",
+    "write_student_copies",
 ]
