@@ -18,6 +18,7 @@ from gpulab.cpu import (
     measure_memory_bandwidth,
 )
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
+from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
 from gpulab.plotting import (
     COLORS,
@@ -28,7 +29,18 @@ from gpulab.plotting import (
     use_course_style,
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
-from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
+from gpulab.roofline import (
+    Ceilings,
+    Prediction,
+    RooflinePoint,
+    arithmetic_intensity,
+    attainable_flops,
+    measure_ceilings,
+    plot_roofline,
+    predict_time,
+    roofline_readout,
+)
+from gpulab.roofline_widget import roofline_explorer
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
@@ -56,6 +68,7 @@ __all__ = [
     "COLORS",
     "DTYPES",
     "BenchResult",
+    "Ceilings",
     "CheckResult",
     "CpuPeak",
     "DeviceInfo",
@@ -63,6 +76,7 @@ __all__ = [
     "Dim3",
     "LabInfo",
     "Prediction",
+    "RooflinePoint",
     "Stopwatch",
     "ThreadContext",
     "__version__",
@@ -72,6 +86,8 @@ __all__ = [
     "benchmark",
     "best_device",
     "check",
+    "conv2d_flops",
+    "count_flops",
     "course_style",
     "cpu_cores",
     "cpu_model",
@@ -82,14 +98,20 @@ __all__ = [
     "in_colab",
     "lab_table",
     "launch",
+    "linear_flops",
     "list_labs",
     "list_specs",
+    "matmul_flops",
+    "measure_ceilings",
     "measure_memory_bandwidth",
     "plot_measured_vs_predicted",
+    "plot_roofline",
     "plot_spec_trend",
     "predict_time",
     "provenance",
     "provenance_line",
+    "roofline_explorer",
+    "roofline_readout",
     "scale",
     "seed_everything",
     "setup_lab",
