@@ -108,9 +108,16 @@ def conv2d_output_size(
     >>> conv2d_output_size(224, 7, stride=2, padding=3)
     (112, 112)
     """
-    hw, k, s, p, d = (_pair(n, v) for n, v in (("size", size), ("kernel_size", kernel_size),
-                                                ("stride", stride), ("padding", padding),
-                                                ("dilation", dilation)))
+    hw, k, s, p, d = (
+        _pair(n, v)
+        for n, v in (
+            ("size", size),
+            ("kernel_size", kernel_size),
+            ("stride", stride),
+            ("padding", padding),
+            ("dilation", dilation),
+        )
+    )
     out = tuple((hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
     if min(out) < 1:
         raise ValueError(f"size={size!r} is too small for kernel_size={kernel_size!r}")
@@ -151,17 +158,22 @@ def conv2d_flops(
     backward, input_grad : bool
         As in :func:`linear_flops`.
 
+    Notes
+    -----
+    For ``groups > 1``, torch's ``FlopCounterMode`` counts the weight gradient as if the
+    convolution were ungrouped (``groups`` times the true count); this function does not.
+
     Examples
     --------
     >>> import gpulab as gl
     >>> gl.conv2d_flops(1, 3, 64, 7, 224, stride=2, padding=3) / 1e6  # ResNet-50's stem
     236.027904
     """
-    _positive_ints(batch=batch, in_channels=in_channels, out_channels=out_channels,
-                   groups=groups)
+    _positive_ints(batch=batch, in_channels=in_channels, out_channels=out_channels, groups=groups)
     if in_channels % groups or out_channels % groups:
-        raise ValueError(f"groups={groups} must divide in_channels={in_channels} "
-                         f"and out_channels={out_channels}")
+        raise ValueError(
+            f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+        )
     h_out, w_out = conv2d_output_size(input_size, kernel_size, stride, padding, dilation)
     kh, kw = _pair("kernel_size", kernel_size)
     forward = 2 * batch * out_channels * h_out * w_out * (in_channels // groups) * kh * kw

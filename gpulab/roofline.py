@@ -111,8 +111,14 @@ class Ceilings:
         spec = _spec(device)
         if not spec.memory_bandwidth:
             raise ValueError(f"{spec.name} has no memory bandwidth in the registry")
-        return cls(spec.name, dtype, spec.peak(dtype), spec.memory_bandwidth, measured=False,
-                   note=f"datasheet: {spec.source_url}")
+        return cls(
+            spec.name,
+            dtype,
+            spec.peak(dtype),
+            spec.memory_bandwidth,
+            measured=False,
+            note=f"datasheet: {spec.source_url}",
+        )
 
     @property
     def ridge_point(self) -> float:
@@ -132,8 +138,9 @@ class Ceilings:
         compute_s = flops / self.peak_flops
         memory_s = bytes_moved / self.memory_bandwidth
         bound = "compute" if compute_s >= memory_s else "memory"
-        return Prediction(self.device, self.dtype, max(compute_s, memory_s), compute_s,
-                          memory_s, bound)
+        return Prediction(
+            self.device, self.dtype, max(compute_s, memory_s), compute_s, memory_s, bound
+        )
 
     def __str__(self) -> str:
         kind = "measured" if self.measured else "datasheet"
@@ -258,8 +265,13 @@ def predict_time(
     return _ceilings(device, dtype).predict(flops, bytes_moved)
 
 
-_TORCH_DTYPES = {"fp64": "float64", "fp32": "float32", "tf32": "float32",
-                 "fp16": "float16", "bf16": "bfloat16"}
+_TORCH_DTYPES = {
+    "fp64": "float64",
+    "fp32": "float32",
+    "tf32": "float32",
+    "fp16": "float16",
+    "bf16": "bfloat16",
+}
 
 
 def measure_ceilings(
@@ -313,8 +325,9 @@ def measure_ceilings(
     from gpulab.sizing import scale
 
     if dtype not in _TORCH_DTYPES:
-        raise ValueError(f"dtype={dtype!r} cannot be measured; use one of "
-                         f"{', '.join(_TORCH_DTYPES)}")
+        raise ValueError(
+            f"dtype={dtype!r} cannot be measured; use one of {', '.join(_TORCH_DTYPES)}"
+        )
     dev = torch.device(best_device() if device is None else device)
     copy_bytes = scale(cpu=128 * 2**20, gpu=2**30, device=dev) if copy_bytes is None else copy_bytes
     matmul_n = scale(cpu=1024, gpu=8192, device=dev) if matmul_n is None else matmul_n
@@ -327,7 +340,6 @@ def measure_ceilings(
     dst = torch.empty_like(src)
     copy = benchmark(lambda: dst.copy_(src), min_run_time=min_run_time, label="copy")
     bandwidth = copy.bytes_per_s(2 * src.nbytes)
-    del src, dst
 
     torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
@@ -342,8 +354,10 @@ def measure_ceilings(
     peak = mm.flops_per_s(2 * matmul_n**3)
 
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else cpu_model()
-    note = (f"measured: copy of {copy_bytes / 2**20:,.0f} MiB (read + write), "
-            f"{matmul_n}×{matmul_n} {dtype} matmul; medians of gl.benchmark")
+    note = (
+        f"measured: copy of {copy_bytes / 2**20:,.0f} MiB (read + write), "
+        f"{matmul_n}×{matmul_n} {dtype} matmul; medians of gl.benchmark"
+    )
     return Ceilings(name, dtype, peak, bandwidth, measured=True, note=note)
 
 
@@ -416,20 +430,42 @@ def plot_roofline(
         y = np.minimum(roof.peak_flops, x * roof.memory_bandwidth) / 1e9
         kind = "measured" if roof.measured else "datasheet: prediction"
         color = palette[i % len(palette)]
-        ax.plot(x, y, color=color, lw=2, linestyle="-" if roof.measured else "--",
-                label=f"{roof.device} {roof.dtype} ({kind})")
+        ax.plot(
+            x,
+            y,
+            color=color,
+            lw=2,
+            linestyle="-" if roof.measured else "--",
+            label=f"{roof.device} {roof.dtype} ({kind})",
+        )
         if low < roof.ridge_point < high:
-            ax.scatter([roof.ridge_point], [roof.peak_flops / 1e9], color=color, marker="|",
-                       s=120, zorder=3)
+            ax.scatter(
+                [roof.ridge_point],
+                [roof.peak_flops / 1e9],
+                color=color,
+                marker="|",
+                s=120,
+                zorder=3,
+            )
     for point in points:
         measured = point.measured
         y = point.flops_per_s if measured else roofs[0].attainable(point.intensity)
-        ax.scatter([point.intensity], [y / 1e9], s=45, zorder=4,
-                   facecolor=COLORS["cpu"] if measured else "white",
-                   edgecolor=COLORS["cpu"] if measured else COLORS["prediction"],
-                   linewidth=1.5)
-        ax.annotate(point.name, (point.intensity, y / 1e9), fontsize=8, xytext=(4, 2),
-                    textcoords="offset points")
+        ax.scatter(
+            [point.intensity],
+            [y / 1e9],
+            s=45,
+            zorder=4,
+            facecolor=COLORS["cpu"] if measured else "white",
+            edgecolor=COLORS["cpu"] if measured else COLORS["prediction"],
+            linewidth=1.5,
+        )
+        ax.annotate(
+            point.name,
+            (point.intensity, y / 1e9),
+            fontsize=8,
+            xytext=(4, 2),
+            textcoords="offset points",
+        )
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(low, high)
@@ -456,8 +492,9 @@ memory-bound (ridge point 153 FLOP/byte). PREDICTION from the datasheet, not mea
     roof = _ceilings(device, dtype)
     flops = roof.attainable(intensity)
     bound = "memory" if intensity < roof.ridge_point else "compute"
-    origin = ("Measured ceilings." if roof.measured
-              else "PREDICTION from the datasheet, not measured.")
+    origin = (
+        "Measured ceilings." if roof.measured else "PREDICTION from the datasheet, not measured."
+    )
     return (
         f"{roof.device}, {roof.dtype}, {intensity:.3g} FLOP/byte: at most "
         f"{flops / 1e12:.3g} TFLOP/s ({100 * flops / roof.peak_flops:.2g}% of the "

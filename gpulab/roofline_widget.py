@@ -31,14 +31,18 @@ def _show(device: str, dtype: str, intensity: float) -> None:
     # A kernel of this intensity; its FLOPs scale cancels out on the plot.
     kernel = RooflinePoint(f"{intensity:.3g} FLOP/byte", flops=intensity * 1e9, bytes_moved=1e9)
     fig, ax = plt.subplots(figsize=(6.5, 4))
-    plot_roofline(device, [kernel], dtype=dtype, ax=ax,
-                  intensity_range=(min(0.01, intensity / 3), max(1e4, intensity * 3)))
+    plot_roofline(
+        device,
+        [kernel],
+        dtype=dtype,
+        ax=ax,
+        intensity_range=(min(0.01, intensity / 3), max(1e4, intensity * 3)),
+    )
     ax.set_title(f"{device}: roofline from the datasheet (prediction)", fontsize=10)
     plt.show()
 
 
-def roofline_explorer(device: str = "A100 80GB SXM4", dtype: str = "bf16",
-                      intensity: float = 10.0):
+def roofline_explorer(device: str = "A100 80GB SXM4", dtype: str = "bf16", intensity: float = 10.0):
     """A widget: registry device × precision × intensity → attainable FLOP/s and the bound.
 
     Parameters
@@ -70,8 +74,10 @@ def roofline_explorer(device: str = "A100 80GB SXM4", dtype: str = "bf16",
         ) from exc
     devices = _devices()
     if device not in devices:
-        raise ValueError(f"device={device!r} is not a registry device with a bandwidth; "
-                         f"use one of {', '.join(devices)}")
+        raise ValueError(
+            f"device={device!r} is not a registry device with a bandwidth; "
+            f"use one of {', '.join(devices)}"
+        )
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r} is not known; use one of {', '.join(DTYPES)}")
     if not 0.01 <= intensity <= 1e4:
@@ -80,6 +86,13 @@ def roofline_explorer(device: str = "A100 80GB SXM4", dtype: str = "bf16",
         _show,
         device=widgets.Dropdown(options=devices, value=device, description="Device"),
         dtype=widgets.Dropdown(options=list(DTYPES), value=dtype, description="Precision"),
-        intensity=widgets.FloatLogSlider(value=intensity, base=10, min=-2, max=4, step=0.05,
-                                         description="FLOP/byte", readout_format=".3g"),
+        intensity=widgets.FloatLogSlider(
+            value=intensity,
+            base=10,
+            min=-2,
+            max=4,
+            step=0.05,
+            description="FLOP/byte",
+            readout_format=".3g",
+        ),
     )

@@ -25,13 +25,22 @@ def test_linear_forward_and_backward(batch, fan_in, fan_out):
     assert gl.count_flops(layer, x) == forward
     assert gl.count_flops(layer, x, backward=True) == both
     first_layer = torch.randn(batch, fan_in)  # no input gradient: weight gradient only
-    assert gl.count_flops(layer, first_layer, backward=True) == gl.linear_flops(
-        batch, fan_in, fan_out, backward=True, input_grad=False) == 2 * forward
+    assert (
+        gl.count_flops(layer, first_layer, backward=True)
+        == gl.linear_flops(batch, fan_in, fan_out, backward=True, input_grad=False)
+        == 2 * forward
+    )
 
 
 @pytest.mark.parametrize(
     "cin, cout, k, size, stride, padding, groups",
-    [(3, 16, 3, 32, 1, 1, 1), (3, 64, 7, 64, 2, 3, 1), (8, 8, 3, 15, 2, 0, 1), (16, 32, 1, 9, 1, 0, 1)],
+    [
+        (3, 16, 3, 32, 1, 1, 1),
+        (3, 64, 7, 64, 2, 3, 1),
+        (8, 8, 3, 15, 2, 0, 1),
+        (16, 32, 1, 9, 1, 0, 1),
+        (8, 16, 3, 12, 1, 1, 2),
+    ],
 )
 def test_conv2d_forward_and_backward(cin, cout, k, size, stride, padding, groups):
     conv = torch.nn.Conv2d(cin, cout, k, stride=stride, padding=padding, groups=groups)
@@ -41,9 +50,13 @@ def test_conv2d_forward_and_backward(cin, cout, k, size, stride, padding, groups
     forward = gl.conv2d_flops(*args, **kwargs)
     assert forward == flop_counter(lambda: conv(x)) == gl.count_flops(conv, x)
     both = gl.conv2d_flops(*args, **kwargs, backward=True)
-    assert both == 3 * forward == flop_counter(lambda: conv(x).sum().backward())
+    counted = flop_counter(lambda: conv(x).sum().backward())
+    # FlopCounterMode (torch 2.x) counts a grouped convolution's weight gradient as if it
+    # were ungrouped, i.e. `groups` times too large; the hand count is the true one.
+    assert both == 3 * forward and counted == (2 + groups) * forward
     assert gl.count_flops(conv, x.detach(), backward=True) == gl.conv2d_flops(
-        *args, **kwargs, backward=True, input_grad=False)
+        *args, **kwargs, backward=True, input_grad=False
+    )
 
 
 def test_matmul_and_functions():
@@ -54,7 +67,9 @@ def test_matmul_and_functions():
 
 def test_a_small_cnn_is_the_sum_of_its_layers():
     net = torch.nn.Sequential(
-        torch.nn.Conv2d(3, 8, 3, padding=1), torch.nn.ReLU(), torch.nn.Flatten(),
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
         torch.nn.Linear(8 * 16 * 16, 10),
     )
     x = torch.randn(4, 3, 16, 16)

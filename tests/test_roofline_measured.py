@@ -43,7 +43,8 @@ def test_plot_roofline_draws_each_ceiling_and_places_kernels():
     assert here.get_label() == "here fp32 (measured)" and here.get_linestyle() == "-"
     assert t4.get_label() == "Tesla T4 fp32 (datasheet: prediction)"
     assert t4.get_linestyle() == "--"
-    assert max(here.get_ydata()) == pytest.approx(200) and max(t4.get_ydata()) == pytest.approx(8100)
+    assert max(here.get_ydata()) == pytest.approx(200)
+    assert max(t4.get_ydata()) == pytest.approx(8100)
     x, y = np.asarray(here.get_xdata()), np.asarray(here.get_ydata())
     slope = x < measured.ridge_point
     assert np.allclose(y[slope], x[slope] * 20)  # GFLOP/s = intensity × GB/s below the ridge
