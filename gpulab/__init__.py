@@ -43,7 +43,7 @@ from gpulab.roofline import (
 from gpulab.roofline_widget import roofline_explorer
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
-from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.specs import DTYPES, DeviceSpec, find_spec, get_spec, list_specs
 
 __version__ = "0.1.0"
 
@@ -94,6 +94,7 @@ __all__ = [
     "detect_device",
     "doctor",
     "estimate_cpu_peak",
+    "find_spec",
     "get_spec",
     "in_colab",
     "lab_table",
