@@ -39,6 +39,7 @@ from gpulab.cpu import (
     measure_memory_bandwidth,
 )
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
+from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
 from gpulab.memory import (
     OPTIMIZERS,
@@ -59,10 +60,21 @@ from gpulab.plotting import (
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
 from gpulab.report import run_bench, validate_report
-from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
+from gpulab.roofline import (
+    Ceilings,
+    Prediction,
+    RooflinePoint,
+    arithmetic_intensity,
+    attainable_flops,
+    measure_ceilings,
+    plot_roofline,
+    predict_time,
+    roofline_readout,
+)
+from gpulab.roofline_widget import roofline_explorer
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
-from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.specs import DTYPES, DeviceSpec, find_spec, get_spec, list_specs
 from gpulab.student import student_copy, write_student_copies
 from gpulab.train import TrainStats, train
 from gpulab.workshop import Agenda, make_agenda
@@ -91,6 +103,7 @@ __all__ = [
     "BenchResult",
     "COLLECTIVES",
     "COLORS",
+    "Ceilings",
     "CheckResult",
     "CpuPeak",
     "DTYPES",
@@ -103,6 +116,7 @@ __all__ = [
     "OPTIMIZERS",
     "PRECISIONS",
     "Prediction",
+    "RooflinePoint",
     "StepTime",
     "Stopwatch",
     "ThreadContext",
@@ -121,6 +135,8 @@ __all__ = [
     "bus_bandwidth",
     "check",
     "collective_time",
+    "conv2d_flops",
+    "count_flops",
     "course_style",
     "cpu_cores",
     "cpu_model",
@@ -129,6 +145,7 @@ __all__ = [
     "dp_step_time",
     "estimate_cpu_peak",
     "estimate_training_memory",
+    "find_spec",
     "fit_alpha_beta",
     "get_spec",
     "gpus_that_fit",
@@ -136,18 +153,24 @@ __all__ = [
     "interconnect",
     "lab_table",
     "launch",
+    "linear_flops",
     "list_interconnects",
     "list_labs",
     "list_specs",
     "make_agenda",
+    "matmul_flops",
+    "measure_ceilings",
     "measure_memory_bandwidth",
     "measure_training_memory",
     "plot_measured_vs_predicted",
+    "plot_roofline",
     "plot_spec_trend",
     "predict_time",
     "provenance",
     "provenance_line",
     "reduce_scatter_time",
+    "roofline_explorer",
+    "roofline_readout",
     "run_bench",
     "scale",
     "seed_everything",
