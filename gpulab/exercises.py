@@ -22,7 +22,13 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["ChapterExercise", "LabExercise", "chapter_exercises", "lab_exercises"]
+__all__ = [
+    "ChapterExercise",
+    "LabExercise",
+    "chapter_exercises",
+    "exercise_question",
+    "lab_exercises",
+]
 
 # An opening fence of a directive: ``:::{name} args`` or ```` ```{name} args ````.
 _DIRECTIVE = re.compile(r"^\s*(?::{3,}|`{3,})\{(?P<name>[a-z-]+)\}[ \t]*(?P<arg>[^\n]*)$")
@@ -108,10 +114,31 @@ def chapter_exercises(path: str | Path) -> list[ChapterExercise]:
     ]
 
 
+_QUESTION = re.compile(r"^#\s*Exercise\b.*$")
+
+
+def exercise_question(source: str) -> str | None:
+    r"""The question line of a lab's solution cell: its first line, ``# Exercise N: ...``.
+
+    Only this line stays in a student copy. Comments below it explain the worked answer,
+    so they go with it.
+
+    Examples
+    --------
+    >>> exercise_question("# Exercise 2: the T4's ridge point.\n# peak / bandwidth\nanswer = 1")
+    "# Exercise 2: the T4's ridge point."
+    >>> exercise_question("# 2 FLOPs per element\nanswer = 2") is None
+    True
+    """
+    first = source.lstrip("\n").splitlines()[0].strip() if source.strip() else ""
+    return first if _QUESTION.match(first) else None
+
+
 def lab_exercises(path: str | Path) -> list[LabExercise]:
     """The exercises of the lab notebook at ``path``: its ``solution``-tagged code cells.
 
-    ``question`` is the cell's leading comment (what the student copy keeps); ``checked``
+    ``question`` is the cell's ``# Exercise N: ...`` first line (what the student copy
+    keeps; empty when missing); ``checked``
     says whether the next code cell calls ``check(``.
     """
     cells = json.loads(Path(path).read_text(encoding="utf-8"))["cells"]
@@ -126,12 +153,7 @@ def lab_exercises(path: str | Path) -> list[LabExercise]:
             "tags", []
         ):
             continue
-        comments = []
-        for line in source(cell).splitlines():
-            if not line.strip().startswith("#"):
-                break
-            comments.append(line.strip().lstrip("#").strip())
         after = next((c for c in cells[i + 1 :] if c.get("cell_type") == "code"), None)
         checked = after is not None and "check(" in source(after)
-        found.append(LabExercise(i, " ".join(comments), checked))
+        found.append(LabExercise(i, exercise_question(source(cell)) or "", checked))
     return found

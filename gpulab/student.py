@@ -2,9 +2,10 @@
 
 The course's convention for exercises in a lab (see :mod:`gpulab.check`):
 
-* a code cell tagged ``solution`` holds the worked answer as ``answer = ...``. Its leading
-  comment lines state the question and stay in the student copy; the rest of the cell is
-  replaced by ``answer = None  # your answer here``;
+* a code cell tagged ``solution`` holds the worked answer as ``answer = ...``. Its first line,
+  ``# Exercise N: <question>``, stays in the student copy; the rest of the cell (the
+  worked answer and the comments explaining it) is replaced by
+  ``answer = None  # your answer here``;
 * the next code cell calls ``gl.check(answer, expected=...)``. It stays, but its recorded
   output (which would say "Correct: ... expected ...") is cleared;
 * markdown cells tagged ``solution`` explain a solution and are removed.
@@ -20,6 +21,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpulab.exercises import exercise_question
+
 __all__ = ["SOLUTION_TAG", "STUDENT_ANSWER", "student_copy", "write_student_copies"]
 
 SOLUTION_TAG = "solution"
@@ -28,20 +31,6 @@ STUDENT_ANSWER = "answer = None  # your answer here"
 
 def _tags(cell) -> list[str]:
     return list(cell.get("metadata", {}).get("tags", []))
-
-
-def _leading_comments(source: str) -> list[str]:
-    """The comment lines at the top of a cell (blank lines between them included)."""
-    kept = []
-    for line in source.splitlines():
-        stripped = line.strip()
-        if stripped.startswith("#") or (not stripped and kept):
-            kept.append(line)
-        else:
-            break
-    while kept and not kept[-1].strip():
-        kept.pop()
-    return kept
 
 
 def _clear_outputs(cell) -> None:
@@ -56,10 +45,10 @@ def _calls_check(cell) -> bool:
 def student_copy(nb):
     """Return a student copy of the notebook ``nb`` (an ``nbformat`` v4 notebook).
 
-    The input is not modified. Code cells tagged ``solution`` keep their leading comment
-    lines and get ``answer = None``; markdown cells tagged ``solution`` are dropped; the
-    outputs of solution cells and of the check cell after each are cleared. The notebook's
-    ``gpulab`` metadata gains ``"student_copy": true``.
+    The input is not modified. Code cells tagged ``solution`` keep their
+    ``# Exercise N:`` question line and get ``answer = None``; markdown cells tagged
+    ``solution`` are dropped; the outputs of solution cells and of the check cell after
+    each are cleared. The notebook's ``gpulab`` metadata gains ``"student_copy": true``.
 
     Raises
     ------
@@ -72,11 +61,11 @@ def student_copy(nb):
     >>> import nbformat
     >>> from gpulab.student import student_copy
     >>> nb = nbformat.v4.new_notebook()
-    >>> nb.cells = [nbformat.v4.new_code_cell("# How many FLOPs?\\nanswer = 2 * 8**3",
-    ...                                       metadata={"tags": ["solution"]}),
+    >>> worked = "# Exercise 1: how many FLOPs?\\n# 2 per term\\nanswer = 2 * 8**3"
+    >>> nb.cells = [nbformat.v4.new_code_cell(worked, metadata={"tags": ["solution"]}),
     ...             nbformat.v4.new_code_cell("gl.check(answer, expected=1024)")]
     >>> print(student_copy(nb).cells[0].source)
-    # How many FLOPs?
+    # Exercise 1: how many FLOPs?
     answer = None  # your answer here
     """
     import copy
@@ -97,7 +86,8 @@ def student_copy(nb):
                         f"cell {index} is tagged {SOLUTION_TAG!r} but does not assign `answer`; "
                         "a solution code cell must hold `answer = ...`"
                     )
-                cell.source = "\n".join([*_leading_comments(cell.source), STUDENT_ANSWER])
+                question = exercise_question(cell.source)
+                cell.source = "\n".join([*([question] if question else []), STUDENT_ANSWER])
                 _clear_outputs(cell)
                 clear_next_check = True
         elif clear_next_check and cell.cell_type == "code":

@@ -33,7 +33,9 @@ def test_every_lab_has_a_checked_exercise(root):
         assert exercises, f"{path.name}: no code cell tagged 'solution'"
         for ex in exercises:
             assert ex.checked, f"{path.name} cell {ex.cell_index}: no gl.check cell after it"
-            assert ex.question, f"{path.name} cell {ex.cell_index}: no leading comment question"
+            assert ex.question, (
+                f"{path.name} cell {ex.cell_index}: first line is not '# Exercise N: <question>'"
+            )
 
 
 def test_solutions_are_gone_and_questions_stay(root):
@@ -75,12 +77,12 @@ def test_solution_cell_must_assign_answer():
         student_copy(nb)
 
 
-def test_markdown_solution_is_dropped_and_only_leading_comments_stay():
+def test_markdown_solution_is_dropped_and_only_the_question_line_stays():
     nb = new_notebook(
         cells=[
             new_markdown_cell("Question"),
             new_code_cell(
-                "# Q: bytes of a float32 vector of 10 elements?\n\nn = 10\n# 4 bytes each\n"
+                "# Exercise 1: bytes of a float32 vector of 10 elements?\n# 4 bytes each\nn = 10\n"
                 "answer = 4 * n",
                 metadata={"tags": ["solution"]},
             ),
@@ -91,7 +93,8 @@ def test_markdown_solution_is_dropped_and_only_leading_comments_stay():
     copy = student_copy(nb)
     assert [c.cell_type for c in copy.cells] == ["markdown", "code", "code"]
     assert (
-        copy.cells[1].source == f"# Q: bytes of a float32 vector of 10 elements?\n{STUDENT_ANSWER}"
+        copy.cells[1].source
+        == f"# Exercise 1: bytes of a float32 vector of 10 elements?\n{STUDENT_ANSWER}"
     )
 
 
