@@ -17,6 +17,7 @@ from gpulab.cpu import (
     estimate_cpu_peak,
     measure_memory_bandwidth,
 )
+from gpulab.datasets import SyntheticDataset
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
 from gpulab.labs import LabInfo, lab_table, list_labs
 from gpulab.memory import (
@@ -27,6 +28,8 @@ from gpulab.memory import (
     estimate_training_memory,
     gpus_that_fit,
     measure_training_memory,
+    memory_calculator,
+    memory_report,
 )
 from gpulab.plotting import (
     COLORS,
@@ -77,6 +80,7 @@ __all__ = [
     "MemoryEstimate",
     "Prediction",
     "Stopwatch",
+    "SyntheticDataset",
     "ThreadContext",
     "TrainStats",
     "__version__",
@@ -103,6 +107,8 @@ __all__ = [
     "list_specs",
     "measure_memory_bandwidth",
     "measure_training_memory",
+    "memory_calculator",
+    "memory_report",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
     "predict_time",
