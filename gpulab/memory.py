@@ -21,8 +21,10 @@ bf16          2        2         2
 
 SGD keeps no state, SGD with momentum one tensor the size of the weights, Adam and AdamW
 two (first and second moments). The estimate is the memory that lives through a step; a
-real step also allocates short-lived buffers (optimizer temporaries, kernel workspaces),
-so the measured peak is somewhat higher.
+real step also allocates short-lived buffers (optimizer temporaries, gradients of
+activations, kernel workspaces), so the measured peak is usually higher. (It can be a little
+lower when activations dominate and the optimizer keeps no state: backward frees each saved
+activation as it allocates gradients.)
 
 See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 """
@@ -531,14 +533,12 @@ def memory_calculator(
         w.IntSlider(
             value=batch_size, min=1, max=4096, description="batch size", style=style, layout=layout
         ),
-        w.FloatLogSlider(
-            value=max(start[2], 1e-3),
-            base=10,
-            min=-3,
-            max=4,
+        w.BoundedFloatText(
+            value=start[2],
+            min=0,
+            max=1e6,
             description="act. MiB/sample",
             style=style,
-            layout=layout,
         ),
         w.Dropdown(options=PRECISIONS, value=precision, description="precision", style=style),
         w.Dropdown(options=OPTIMIZERS, value=optimizer, description="optimizer", style=style),
