@@ -38,6 +38,7 @@ from gpulab.cpu import (
     estimate_cpu_peak,
     measure_memory_bandwidth,
 )
+from gpulab.datasets import SyntheticDataset
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
 from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
@@ -46,9 +47,12 @@ from gpulab.memory import (
     PRECISIONS,
     MemoryEstimate,
     activation_bytes,
+    bytes_per_param,
     estimate_training_memory,
     gpus_that_fit,
     measure_training_memory,
+    memory_calculator,
+    memory_report,
 )
 from gpulab.plotting import (
     COLORS,
@@ -119,6 +123,7 @@ __all__ = [
     "RooflinePoint",
     "StepTime",
     "Stopwatch",
+    "SyntheticDataset",
     "ThreadContext",
     "TrainStats",
     "__version__",
@@ -133,6 +138,7 @@ __all__ = [
     "best_device",
     "broadcast_time",
     "bus_bandwidth",
+    "bytes_per_param",
     "check",
     "collective_time",
     "conv2d_flops",
@@ -162,6 +168,8 @@ __all__ = [
     "measure_ceilings",
     "measure_memory_bandwidth",
     "measure_training_memory",
+    "memory_calculator",
+    "memory_report",
     "plot_measured_vs_predicted",
     "plot_roofline",
     "plot_spec_trend",
