@@ -4,12 +4,29 @@ Measure how GPUs accelerate deep-learning training on your own hardware: find th
 (:func:`detect_device`, :func:`doctor`), time code correctly (:func:`benchmark`,
 :func:`timer`), check an exercise's answer
 (:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
-what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
+what a GPU you do not have would do (:func:`predict_time`), model what communication between
+GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the machine
 (:func:`scale`).
 """
 
 from gpulab.bench import BenchResult, Stopwatch, benchmark, synchronize, timer
 from gpulab.check import CheckResult, check
+from gpulab.comms import (
+    COLLECTIVES,
+    Interconnect,
+    StepTime,
+    allgather_time,
+    allreduce_bytes_per_rank,
+    allreduce_time,
+    broadcast_time,
+    bus_bandwidth,
+    collective_time,
+    dp_step_time,
+    fit_alpha_beta,
+    interconnect,
+    list_interconnects,
+    reduce_scatter_time,
+)
 from gpulab.cpu import (
     CpuPeak,
     cpu_cores,
@@ -32,6 +49,15 @@ from gpulab.extrapolate import (
     transformer_training_job,
 )
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.memory import (
+    OPTIMIZERS,
+    PRECISIONS,
+    MemoryEstimate,
+    activation_bytes,
+    estimate_training_memory,
+    gpus_that_fit,
+    measure_training_memory,
+)
 from gpulab.plotting import (
     COLORS,
     course_style,
@@ -45,6 +71,7 @@ from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, 
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.train import TrainStats, train
 
 __version__ = "0.1.0"
 
@@ -66,49 +93,71 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 
 
 __all__ = [
+    "COLLECTIVES",
     "COLORS",
     "DTYPES",
     "IMAGENET_1K_TRAIN_IMAGES",
+    "OPTIMIZERS",
+    "PRECISIONS",
     "BenchResult",
     "CheckResult",
     "CpuPeak",
     "DeviceInfo",
     "DeviceSpec",
     "Dim3",
+    "Interconnect",
     "LabInfo",
+    "MemoryEstimate",
     "Prediction",
+    "StepTime",
     "Stopwatch",
     "ThreadContext",
     "TimeToTrain",
+    "TrainStats",
     "TrainingJob",
     "__version__",
+    "activation_bytes",
     "advice",
+    "allgather_time",
+    "allreduce_bytes_per_rank",
+    "allreduce_time",
     "arithmetic_intensity",
     "attainable_flops",
     "benchmark",
     "best_device",
+    "broadcast_time",
+    "bus_bandwidth",
     "check",
+    "collective_time",
     "course_style",
     "cpu_cores",
     "cpu_model",
     "detect_device",
     "doctor",
+    "dp_step_time",
     "eager_cost",
     "estimate_cpu_peak",
+    "estimate_training_memory",
+    "fit_alpha_beta",
     "format_duration",
     "get_spec",
+    "gpus_that_fit",
     "in_colab",
+    "interconnect",
     "lab_table",
     "launch",
+    "list_interconnects",
     "list_labs",
     "list_specs",
     "measure_memory_bandwidth",
+    "measure_training_memory",
     "plot_extrapolation",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
     "predict_time",
     "provenance",
     "provenance_line",
+    "reduce_scatter_time",
     "resnet_training_job",
     "scale",
     "seed_everything",
@@ -119,6 +168,7 @@ __all__ = [
     "time_to_train",
     "time_to_train_data_parallel",
     "timer",
+    "train",
     "training_dtype",
     "transformer_training_job",
     "use_course_style",
