@@ -519,7 +519,7 @@ def plot_extrapolation(
             (_MINUTE, "1 min"),
             (_HOUR, "1 h"),
             (_DAY, "1 day"),
-            (7 * _DAY, "1 week"),
+            (30 * _DAY, "1 month"),
             (_YEAR, "1 year"),
             (10 * _YEAR, "10 years"),
         ]
@@ -540,23 +540,26 @@ def plot_extrapolation(
         )
         for k in kinds
     ]
+    # Legend and assumptions sit at fixed distances (in points) under the axes' label.
+    below = mpl.transforms.offset_copy(ax.transAxes, fig=ax.figure, y=-34, units="points")
     ax.legend(
         handles=handles,
         loc="upper left",
-        bbox_to_anchor=(0, -0.12 - 0.6 / len(bars)),
+        bbox_to_anchor=(0, 0),
+        bbox_transform=below,
         ncol=len(handles),
         fontsize=8,
     )
     if assumptions:
         text = "Assumptions behind the predictions:\n" + "\n".join(f"• {a}" for a in assumptions)
-        ax.text(
-            0,
-            -0.3 - 1.2 / len(bars),
+        ax.annotate(
             text,
-            transform=ax.transAxes,
+            xy=(0, 0),
+            xycoords="axes fraction",
+            xytext=(0, -58),
+            textcoords="offset points",
             va="top",
             ha="left",
             fontsize=8,
-            wrap=True,
         )
     return ax

@@ -401,6 +401,13 @@ class TransformerEncoder(nn.Module):
         if mlm_head:
             self.head = nn.Sequential(nn.Linear(h, h), nn.GELU(), nn.LayerNorm(h))
             self.head_bias = nn.Parameter(torch.zeros(config.vocab_size))
+        for module in self.modules():  # BERT's initialisation: N(0, 0.02) weights, zero biases
+            if isinstance(module, (nn.Linear, nn.Embedding)):
+                nn.init.normal_(module.weight, std=0.02)
+            if isinstance(module, nn.Linear) and module.bias is not None:
+                nn.init.zeros_(module.bias)
+            if isinstance(module, nn.MultiheadAttention):
+                nn.init.normal_(module.in_proj_weight, std=0.02)
 
     def forward(self, tokens: torch.Tensor, pad_mask: torch.Tensor | None = None) -> torch.Tensor:
         """Logits (with the MLM head) or hidden states; ``pad_mask`` is True at padding."""

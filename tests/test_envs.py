@@ -101,16 +101,16 @@ def test_policy_gradient_learns_to_beat_the_random_opponent():
     torch.manual_seed(0)
     policy = PolicyNet(27, 9)
     opt = torch.optim.Adam(policy.parameters(), lr=1e-2)
-    env = TicTacToe(256, seed=1, auto_reset=False)
-    before = evaluate(TicTacToe(2048, seed=2, auto_reset=False), policy)["win"]
-    for _ in range(25):
+    env = TicTacToe(128, seed=1, auto_reset=False)
+    before = evaluate(TicTacToe(1024, seed=2, auto_reset=False), policy)["win"]
+    for _ in range(20):
         game = rollout(env, policy)
         advantage = game.returns - game.returns.mean()
         loss = -(game.log_probs.sum(0) * advantage).mean()
         opt.zero_grad()
         loss.backward()
         opt.step()
-    after = evaluate(TicTacToe(2048, seed=2, auto_reset=False), policy)["win"]
+    after = evaluate(TicTacToe(1024, seed=2, auto_reset=False), policy)["win"]
     assert after > before + 0.15
 
 
