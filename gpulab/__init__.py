@@ -5,7 +5,8 @@ Measure how GPUs accelerate deep-learning training on your own hardware: find th
 :func:`timer`), check an exercise's answer
 (:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), model what communication between
-GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the machine
+GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), launch multi-process jobs
+safely (:func:`torchrun`), and size labs to the machine
 (:func:`scale`).
 """
 
@@ -36,6 +37,14 @@ from gpulab.cpu import (
 )
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.launch import DistPlan, LaunchResult, dist_plan, launch_env, torchrun
+from gpulab.parallel import (
+    ShardedMemory,
+    amdahl_speedup,
+    pipeline_bubble,
+    scaling_curve,
+    sharded_memory,
+)
 from gpulab.plotting import (
     COLORS,
     course_style,
@@ -46,6 +55,7 @@ from gpulab.plotting import (
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
 from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
+from gpulab.scaling_widget import ScalingEstimate, scaling_calculator, scaling_estimate
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
@@ -79,9 +89,13 @@ __all__ = [
     "DeviceInfo",
     "DeviceSpec",
     "Dim3",
+    "DistPlan",
     "Interconnect",
     "LabInfo",
+    "LaunchResult",
     "Prediction",
+    "ScalingEstimate",
+    "ShardedMemory",
     "StepTime",
     "Stopwatch",
     "ThreadContext",
@@ -90,6 +104,7 @@ __all__ = [
     "allgather_time",
     "allreduce_bytes_per_rank",
     "allreduce_time",
+    "amdahl_speedup",
     "arithmetic_intensity",
     "attainable_flops",
     "benchmark",
@@ -102,6 +117,7 @@ __all__ = [
     "cpu_cores",
     "cpu_model",
     "detect_device",
+    "dist_plan",
     "doctor",
     "dp_step_time",
     "estimate_cpu_peak",
@@ -111,10 +127,12 @@ __all__ = [
     "interconnect",
     "lab_table",
     "launch",
+    "launch_env",
     "list_interconnects",
     "list_labs",
     "list_specs",
     "measure_memory_bandwidth",
+    "pipeline_bubble",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
     "predict_time",
@@ -122,11 +140,16 @@ __all__ = [
     "provenance_line",
     "reduce_scatter_time",
     "scale",
+    "scaling_calculator",
+    "scaling_curve",
+    "scaling_estimate",
     "seed_everything",
     "setup_lab",
+    "sharded_memory",
     "synchronize",
     "thread_map",
     "tidy_point_labels",
     "timer",
+    "torchrun",
     "use_course_style",
 ]
