@@ -82,8 +82,8 @@ def dist_plan(gpu_count: int | None = None) -> DistPlan:
         raise ValueError(f"gpu_count={gpu_count!r} must be a non-negative integer")
     if gpu_count >= 2:
         return DistPlan("nccl", gpu_count, "cuda", f"{gpu_count} CUDA GPUs: one NCCL rank each.")
-    why = "one GPU cannot host two NCCL ranks" if gpu_count == 1 else "no CUDA GPU"
-    return DistPlan("gloo", 2, "cpu", f"{why.capitalize()}: two CPU processes with gloo.")
+    why = "One GPU cannot host two NCCL ranks" if gpu_count == 1 else "No CUDA GPU"
+    return DistPlan("gloo", 2, "cpu", f"{why}: two CPU processes with gloo.")
 
 
 def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
