@@ -10,6 +10,8 @@ GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the 
 solutions (:func:`write_student_copies`), record the standard benchmarks (:func:`run_bench`),
 look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
+GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), launch multi-process jobs
+safely (:func:`torchrun`), and size labs to the machine
 (:func:`scale`).
 """
 
@@ -55,6 +57,7 @@ from gpulab.extrapolate import (
 )
 from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.launch import DistPlan, LaunchResult, dist_plan, launch_env, torchrun
 from gpulab.memory import (
     OPTIMIZERS,
     PRECISIONS,
@@ -66,6 +69,13 @@ from gpulab.memory import (
     measure_training_memory,
     memory_calculator,
     memory_report,
+)
+from gpulab.parallel import (
+    ShardedMemory,
+    amdahl_speedup,
+    pipeline_bubble,
+    scaling_curve,
+    sharded_memory,
 )
 from gpulab.plotting import (
     COLORS,
@@ -89,6 +99,7 @@ from gpulab.roofline import (
     roofline_readout,
 )
 from gpulab.roofline_widget import roofline_explorer
+from gpulab.scaling_widget import ScalingEstimate, scaling_calculator, scaling_estimate
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, find_spec, get_spec, list_specs
@@ -127,14 +138,18 @@ __all__ = [
     "DeviceInfo",
     "DeviceSpec",
     "Dim3",
+    "DistPlan",
     "IMAGENET_1K_TRAIN_IMAGES",
     "Interconnect",
     "LabInfo",
+    "LaunchResult",
     "MemoryEstimate",
     "OPTIMIZERS",
     "PRECISIONS",
     "Prediction",
     "RooflinePoint",
+    "ScalingEstimate",
+    "ShardedMemory",
     "StepTime",
     "Stopwatch",
     "SyntheticDataset",
@@ -148,6 +163,7 @@ __all__ = [
     "allgather_time",
     "allreduce_bytes_per_rank",
     "allreduce_time",
+    "amdahl_speedup",
     "arithmetic_intensity",
     "attainable_flops",
     "benchmark",
@@ -163,6 +179,7 @@ __all__ = [
     "cpu_cores",
     "cpu_model",
     "detect_device",
+    "dist_plan",
     "doctor",
     "dp_step_time",
     "eager_cost",
@@ -177,6 +194,7 @@ __all__ = [
     "interconnect",
     "lab_table",
     "launch",
+    "launch_env",
     "linear_flops",
     "list_interconnects",
     "list_labs",
@@ -188,6 +206,7 @@ __all__ = [
     "measure_training_memory",
     "memory_calculator",
     "memory_report",
+    "pipeline_bubble",
     "plot_extrapolation",
     "plot_measured_vs_predicted",
     "plot_roofline",
@@ -201,8 +220,12 @@ __all__ = [
     "roofline_readout",
     "run_bench",
     "scale",
+    "scaling_calculator",
+    "scaling_curve",
+    "scaling_estimate",
     "seed_everything",
     "setup_lab",
+    "sharded_memory",
     "student_copy",
     "synchronize",
     "thread_map",
@@ -210,6 +233,7 @@ __all__ = [
     "time_to_train",
     "time_to_train_data_parallel",
     "timer",
+    "torchrun",
     "train",
     "training_dtype",
     "transformer_training_job",
