@@ -63,9 +63,11 @@ def environment_python() -> Path:
         try:
             venv.EnvBuilder(with_pip=True, system_site_packages=True).create(VENV)
         except Exception as exc:  # e.g. Debian without the python3-venv package
-            sys.exit(f"[course] could not create {VENV}: {exc}. Install your system's venv "
-                     "package (Debian/Ubuntu: apt install python3-venv) or run this script "
-                     "from an activated virtual environment.")
+            sys.exit(
+                f"[course] could not create {VENV}: {exc}. Install your system's venv "
+                "package (Debian/Ubuntu: apt install python3-venv) or run this script "
+                "from an activated virtual environment."
+            )
     return python
 
 
@@ -90,7 +92,9 @@ def python_has(python: Path, code: str) -> bool:
 def torch_cuda_major(python: Path) -> str | None:
     proc = subprocess.run(
         [str(python), "-c", "import torch; print(torch.version.cuda or '')"],
-        capture_output=True, text=True, timeout=300,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     version = proc.stdout.strip()
     return version.split(".")[0] if proc.returncode == 0 and version else None
@@ -159,10 +163,11 @@ def instructor_config(config: dict) -> dict:
     The chapters' build-time outputs are reused from the readers' build cache.
     """
     sphinx = dict(config.get("sphinx") or {})
-    sphinx["config"] = {**(sphinx.get("config") or {}),
-                        "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR}
-    execute = {**(config.get("execute") or {}),
-               "cache": str(ROOT / "_build" / ".jupyter_cache")}
+    sphinx["config"] = {
+        **(sphinx.get("config") or {}),
+        "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR,
+    }
+    execute = {**(config.get("execute") or {}), "cache": str(ROOT / "_build" / ".jupyter_cache")}
     return {**config, "sphinx": sphinx, "execute": execute}
 
 
@@ -180,8 +185,11 @@ def build(python: Path, solutions_open: bool = False) -> int:
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     INSTRUCTOR_CONFIG.write_text(yaml.safe_dump(instructor_config(config)), encoding="utf-8")
     try:
-        return run([*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT],
-                   BUILD_TIMEOUT_S, check=False)
+        return run(
+            [*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT],
+            BUILD_TIMEOUT_S,
+            check=False,
+        )
     finally:
         INSTRUCTOR_CONFIG.unlink(missing_ok=True)
 
@@ -192,11 +200,15 @@ def test(python: Path, pytest_args: list[str]) -> int:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("command", choices=("build", "test", "install"))
-    parser.add_argument("--solutions-open", action="store_true",
-                        help="build: the instructors' copy, worked solutions expanded")
+    parser.add_argument(
+        "--solutions-open",
+        action="store_true",
+        help="build: the instructors' copy, worked solutions expanded",
+    )
     args, pytest_args = parser.parse_known_args()
     if args.solutions_open and args.command != "build":
         parser.error("--solutions-open goes with the build command only")

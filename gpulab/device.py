@@ -224,7 +224,9 @@ def advice(info: DeviceInfo) -> list[str]:
     """
     tips: list[str] = list(info.problems)
     if info.torch_version is None:
-        tips.append("Install PyTorch: pip install torch (https://pytorch.org/get-started/locally/).")
+        tips.append(
+            "Install PyTorch: pip install torch (https://pytorch.org/get-started/locally/)."
+        )
     if info.kind == "cpu":
         if info.in_colab:
             tips.append(

@@ -91,14 +91,28 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
         points = [(s, v) for s, v in points if v]
         if not points:
             continue
-        ax.scatter([s.year for s, _ in points], [v / scale for _, v in points],
-                   color=COLORS[kind], label=kind.upper(), s=40, zorder=3)
+        ax.scatter(
+            [s.year for s, _ in points],
+            [v / scale for _, v in points],
+            color=COLORS[kind],
+            label=kind.upper(),
+            s=40,
+            zorder=3,
+        )
         for s, v in points:
-            ax.annotate(s.name.split(" (")[0], (s.year, v / scale), fontsize=7,
-                        xytext=(4, 2), textcoords="offset points")
+            ax.annotate(
+                s.name.split(" (")[0],
+                (s.year, v / scale),
+                fontsize=7,
+                xytext=(4, 2),
+                textcoords="offset points",
+            )
     ax.set_yscale("log")
-    titles = {"fp32": "Peak FP32", "tensor": "Peak 16-bit tensor (dense)",
-              "bandwidth": "Peak memory bandwidth"}
+    titles = {
+        "fp32": "Peak FP32",
+        "tensor": "Peak 16-bit tensor (dense)",
+        "bandwidth": "Peak memory bandwidth",
+    }
     ax.set_ylabel(f"{titles[which]} ({unit})")
     ax.set_xlabel("Year")
     ax.legend(loc="upper left")
@@ -132,8 +146,14 @@ def plot_measured_vs_predicted(
         raise ValueError("labels, values and predicted must have the same length")
     ax = ax or plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))[1]
     for i, (value, is_pred) in enumerate(zip(values, predicted, strict=True)):
-        ax.barh(i, value, color=COLORS["prediction"] if is_pred else COLORS["cpu"],
-                hatch="//" if is_pred else None, edgecolor="white", zorder=3)
+        ax.barh(
+            i,
+            value,
+            color=COLORS["prediction"] if is_pred else COLORS["cpu"],
+            hatch="//" if is_pred else None,
+            edgecolor="white",
+            zorder=3,
+        )
     ax.set_yticks(range(len(labels)), labels)
     ax.invert_yaxis()
     if log:
@@ -141,11 +161,16 @@ def plot_measured_vs_predicted(
     ax.set_xlabel(unit)
     if not legend:
         return ax
-    handles = [mpl.patches.Patch(color=COLORS["cpu"], label="measured here"),
-               mpl.patches.Patch(facecolor=COLORS["prediction"], hatch="//", edgecolor="white",
-                                 label="prediction (datasheet + roofline, not measured)")]
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2,
-              fontsize=8)
+    handles = [
+        mpl.patches.Patch(color=COLORS["cpu"], label="measured here"),
+        mpl.patches.Patch(
+            facecolor=COLORS["prediction"],
+            hatch="//",
+            edgecolor="white",
+            label="prediction (datasheet + roofline, not measured)",
+        ),
+    ]
+    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=2, fontsize=8)
     return ax
 
 
@@ -161,8 +186,8 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
     renderer = fig.canvas.get_renderer()
     texts = sorted(ax.texts, key=lambda t: (-t.xy[1], t.xy[0]))
     points = [tuple(ax.transData.transform(t.xy)) for t in texts]  # in pixels
-    radius = 5 * fig.dpi / 72                                      # about one marker
-    kept = []                                                      # (label, its point)
+    radius = 5 * fig.dpi / 72  # about one marker
+    kept = []  # (label, its point)
     for text, (x, y) in zip(texts, points, strict=True):
         twin = next((k for k, (kx, ky) in kept if abs(kx - x) + abs(ky - y) < radius), None)
         if twin is None:
@@ -170,8 +195,12 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
         else:
             twin.set_text(f"{twin.get_text()} / {text.get_text()}")
             text.remove()
-    spots = [((4, 2), "left", "bottom"), ((4, -2), "left", "top"),
-             ((-4, 2), "right", "bottom"), ((-4, -2), "right", "top")]
+    spots = [
+        ((4, 2), "left", "bottom"),
+        ((4, -2), "left", "top"),
+        ((-4, 2), "right", "bottom"),
+        ((-4, -2), "right", "top"),
+    ]
     frame = ax.get_window_extent(renderer)
     placed = []
     for text, own in kept:
@@ -181,9 +210,11 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
             text.set_horizontalalignment(ha)
             text.set_verticalalignment(va)
             box = text.get_window_extent(renderer)
-            covers_point = any(box.x0 - radius < x < box.x1 + radius
-                               and box.y0 - radius < y < box.y1 + radius
-                               for x, y in points if abs(x - own[0]) + abs(y - own[1]) >= radius)
+            covers_point = any(
+                box.x0 - radius < x < box.x1 + radius and box.y0 - radius < y < box.y1 + radius
+                for x, y in points
+                if abs(x - own[0]) + abs(y - own[1]) >= radius
+            )
             inside = frame.x0 <= box.x0 and box.x1 <= frame.x1
             if inside and not covers_point and not any(box.overlaps(p) for p in placed):
                 break

@@ -15,7 +15,8 @@ KERNEL_NOTICE = "Kernel is running over TCP without encryption"
 def test_book_builds_with_no_warnings(book_build):
     assert book_build.returncode == 0, book_build.log[-6000:]
     warnings = [
-        line for line in book_build.log.splitlines()
+        line
+        for line in book_build.log.splitlines()
         if re.search(r"\bWARNING\b", line) and KERNEL_NOTICE not in line
     ]
     assert not warnings, "\n".join(warnings)

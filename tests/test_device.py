@@ -33,8 +33,12 @@ def test_cpu_only_advice_points_to_colab_gpu():
 
 def test_cupy_wheel_for_the_wrong_cuda_major_is_flagged_with_the_fix():
     info = gl.DeviceInfo(
-        kind="cuda", name="Tesla T4", torch_version="2.6.0+cu124", torch_cuda="12.4",
-        cupy_package="cupy-cuda11x", cupy_version="13.3.0",
+        kind="cuda",
+        name="Tesla T4",
+        torch_version="2.6.0+cu124",
+        torch_cuda="12.4",
+        cupy_package="cupy-cuda11x",
+        cupy_version="13.3.0",
     )
     tips = gl.advice(info)
     assert any("pip uninstall -y cupy-cuda11x && pip install cupy-cuda12x" in t for t in tips)
@@ -42,8 +46,13 @@ def test_cupy_wheel_for_the_wrong_cuda_major_is_flagged_with_the_fix():
 
 def test_matching_cupy_wheel_gives_no_advice():
     info = gl.DeviceInfo(
-        kind="cuda", name="Tesla T4", torch_version="2.6.0+cu124", torch_cuda="12.4",
-        cupy_package="cupy-cuda12x", cupy_version="13.3.0", cupy_usable=True,
+        kind="cuda",
+        name="Tesla T4",
+        torch_version="2.6.0+cu124",
+        torch_cuda="12.4",
+        cupy_package="cupy-cuda12x",
+        cupy_version="13.3.0",
+        cupy_usable=True,
     )
     assert gl.advice(info) == []
 
@@ -76,16 +85,34 @@ def test_broken_cupy_import_is_reported_not_raised(monkeypatch):
 def test_doctor_report_lists_every_field():
     out = io.StringIO()
     info = gl.DeviceInfo(
-        kind="cuda", name="NVIDIA H200", compute_capability=(9, 0), memory_bytes=141 * 2**30,
-        sm_count=132, gpu_count=1, cpu_model="Xeon", cpu_cores=16, torch_version="2.9.0",
-        torch_cuda="12.8", cupy_package="cupy-cuda12x", cupy_version="13.6.0", cupy_usable=True,
+        kind="cuda",
+        name="NVIDIA H200",
+        compute_capability=(9, 0),
+        memory_bytes=141 * 2**30,
+        sm_count=132,
+        gpu_count=1,
+        cpu_model="Xeon",
+        cpu_cores=16,
+        torch_version="2.9.0",
+        torch_cuda="12.8",
+        cupy_package="cupy-cuda12x",
+        cupy_version="13.6.0",
+        cupy_usable=True,
         driver_version="570.1",
     )
     gl.doctor(info, file=out)
     text = out.getvalue()
-    for expected in ("cuda: NVIDIA H200", "9.0", "141.0 GiB", "132", "Xeon, 16 cores",
-                     "2.9.0 (CUDA 12.8)", "13.6.0 (cupy-cuda12x, usable)", "570.1",
-                     "Everything the labs need is in place."):
+    for expected in (
+        "cuda: NVIDIA H200",
+        "9.0",
+        "141.0 GiB",
+        "132",
+        "Xeon, 16 cores",
+        "2.9.0 (CUDA 12.8)",
+        "13.6.0 (cupy-cuda12x, usable)",
+        "570.1",
+        "Everything the labs need is in place.",
+    ):
         assert expected in text
 
 

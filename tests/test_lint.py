@@ -7,6 +7,9 @@ import sys
 def test_ruff_is_clean(root):
     proc = subprocess.run(
         [sys.executable, "-m", "ruff", "check", "gpulab", "tests", "notebooks", "course.py"],
-        cwd=root, capture_output=True, text=True, timeout=300,
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=300,
     )
     assert proc.returncode == 0, proc.stdout + proc.stderr

@@ -3,9 +3,7 @@ import pytest
 import gpulab as gl
 
 
-@pytest.mark.parametrize(
-    "device, expected", [("cpu", 1), ("cuda", 2), ("cuda:1", 2), ("mps", 3)]
-)
+@pytest.mark.parametrize("device, expected", [("cpu", 1), ("cuda", 2), ("cuda:1", 2), ("mps", 3)])
 def test_scale_picks_the_value_for_the_device(device, expected):
     assert gl.scale(cpu=1, gpu=2, mps=3, device=device) == expected
 
