@@ -18,6 +18,14 @@ from gpulab.cpu import (
     measure_memory_bandwidth,
 )
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
+from gpulab.energy import (
+    ENERGY_METHODS,
+    EnergyMeter,
+    PowerAssumption,
+    assumed_power,
+    cpu_watts_per_core,
+    measure_energy,
+)
 from gpulab.labs import LabInfo, lab_table, list_labs
 from gpulab.plotting import (
     COLORS,
@@ -55,19 +63,23 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 __all__ = [
     "COLORS",
     "DTYPES",
+    "ENERGY_METHODS",
     "BenchResult",
     "CheckResult",
     "CpuPeak",
     "DeviceInfo",
     "DeviceSpec",
     "Dim3",
+    "EnergyMeter",
     "LabInfo",
+    "PowerAssumption",
     "Prediction",
     "Stopwatch",
     "ThreadContext",
     "__version__",
     "advice",
     "arithmetic_intensity",
+    "assumed_power",
     "attainable_flops",
     "benchmark",
     "best_device",
@@ -75,6 +87,7 @@ __all__ = [
     "course_style",
     "cpu_cores",
     "cpu_model",
+    "cpu_watts_per_core",
     "detect_device",
     "doctor",
     "estimate_cpu_peak",
@@ -84,6 +97,7 @@ __all__ = [
     "launch",
     "list_labs",
     "list_specs",
+    "measure_energy",
     "measure_memory_bandwidth",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
