@@ -43,6 +43,15 @@ from gpulab.energy import (
     measure_energy,
 )
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.memory import (
+    OPTIMIZERS,
+    PRECISIONS,
+    MemoryEstimate,
+    activation_bytes,
+    estimate_training_memory,
+    gpus_that_fit,
+    measure_training_memory,
+)
 from gpulab.plotting import (
     COLORS,
     course_style,
@@ -56,6 +65,7 @@ from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, 
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.train import TrainStats, train
 
 __version__ = "0.1.0"
 
@@ -83,6 +93,8 @@ __all__ = [
     "ENERGY_METHODS",
     "EXAMPLE_PRICES",
     "NAMED_MODELS",
+    "OPTIMIZERS",
+    "PRECISIONS",
     "BenchResult",
     "CheckResult",
     "CpuPeak",
@@ -93,13 +105,16 @@ __all__ = [
     "EnergyMeter",
     "ExamplePrice",
     "LabInfo",
+    "MemoryEstimate",
     "NamedModel",
     "PowerAssumption",
     "Prediction",
     "Stopwatch",
     "ThreadContext",
+    "TrainStats",
     "TrainingPlan",
     "__version__",
+    "activation_bytes",
     "advice",
     "arithmetic_intensity",
     "assumed_power",
@@ -116,8 +131,10 @@ __all__ = [
     "doctor",
     "epoch_seconds",
     "estimate_cpu_peak",
+    "estimate_training_memory",
     "get_model",
     "get_spec",
+    "gpus_that_fit",
     "in_colab",
     "lab_table",
     "launch",
@@ -125,6 +142,7 @@ __all__ = [
     "list_specs",
     "measure_energy",
     "measure_memory_bandwidth",
+    "measure_training_memory",
     "plan_training",
     "plot_measured_vs_predicted",
     "plot_spec_trend",
@@ -139,6 +157,7 @@ __all__ = [
     "thread_map",
     "tidy_point_labels",
     "timer",
+    "train",
     "training_flops_per_sample",
     "transformer_activation_bytes",
     "use_course_style",

@@ -1,0 +1,456 @@
+"""How much memory training needs: parameters, gradients, optimizer states and activations.
+
+:func:`estimate_training_memory` adds the four parts up for a model of ``n_params``
+parameters trained at a given precision with a given optimizer; :func:`activation_bytes`
+measures the fourth part for a real model by counting the tensors autograd saves for the
+backward pass; :func:`gpus_that_fit` lists the registry GPUs whose memory holds the total;
+:func:`measure_training_memory` measures the peak of one real training step, so the
+estimate can be checked.
+
+Bytes per parameter, by precision (``amp_*`` keep fp32 master weights, as
+``torch.autocast`` does; ``bf16`` stores everything in bfloat16):
+
+============  =======  ========  ==========================
+precision     weights  gradient  each optimizer state tensor
+============  =======  ========  ==========================
+fp32          4        4         4
+amp_bf16      4        4         4
+amp_fp16      4        4         4
+bf16          2        2         2
+============  =======  ========  ==========================
+
+SGD keeps no state, SGD with momentum one tensor the size of the weights, Adam and AdamW
+two (first and second moments). The estimate is the memory that lives through a step; a
+real step also allocates short-lived buffers (optimizer temporaries, kernel workspaces),
+so the measured peak is somewhat higher.
+
+See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import copy
+from dataclasses import dataclass
+
+from gpulab.specs import DeviceSpec, get_spec, list_specs
+
+__all__ = [
+    "OPTIMIZERS",
+    "PRECISIONS",
+    "MemoryEstimate",
+    "activation_bytes",
+    "bytes_per_param",
+    "estimate_training_memory",
+    "format_bytes",
+    "gpus_that_fit",
+    "measure_training_memory",
+]
+
+#: Training precisions: ``amp_*`` run the maths in 16 bits but keep fp32 master weights.
+PRECISIONS = ("fp32", "amp_bf16", "amp_fp16", "bf16")
+#: Optimizers the estimator knows, by how many state tensors they keep per parameter.
+OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
+
+_WEIGHT_BYTES = {"fp32": 4, "amp_bf16": 4, "amp_fp16": 4, "bf16": 2}
+_STATES_PER_PARAM = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2}
+_PARTS = ("parameters", "gradients", "optimizer states", "activations")
+
+
+def _check_choice(name: str, value, allowed: tuple[str, ...]) -> None:
+    if value not in allowed:
+        raise ValueError(f"{name}={value!r} is not known; use one of {', '.join(allowed)}")
+
+
+def _check_count(name: str, value, *, allow_zero: bool) -> None:
+    ok = isinstance(value, int) and not isinstance(value, bool)
+    if not ok or value < 0 or (value == 0 and not allow_zero):
+        what = "a non-negative" if allow_zero else "a positive"
+        raise ValueError(f"{name}={value!r} must be {what} integer")
+
+
+def format_bytes(nbytes: float) -> str:
+    """Bytes in binary units, e.g. ``'1.50 GiB'``.
+
+    Examples
+    --------
+    >>> format_bytes(3 * 2**29)
+    '1.50 GiB'
+    >>> format_bytes(512)
+    '512 B'
+    """
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(nbytes) >= size:
+            return f"{nbytes / size:.2f} {unit}"
+    return f"{nbytes:.0f} B"
+
+
+def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[str, int]:
+    """Bytes each parameter costs in weights, gradient and optimizer states.
+
+    Examples
+    --------
+    >>> bytes_per_param("amp_bf16", "adam")
+    {'parameters': 4, 'gradients': 4, 'optimizer states': 8}
+    >>> sum(bytes_per_param("bf16", "sgd").values())
+    4
+    """
+    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    width = _WEIGHT_BYTES[precision]
+    return {
+        "parameters": width,
+        "gradients": width,
+        "optimizer states": width * _STATES_PER_PARAM[optimizer],
+    }
+
+
+def _as_spec(device) -> DeviceSpec:
+    if isinstance(device, DeviceSpec):
+        return device
+    if isinstance(device, str):
+        return get_spec(device)
+    raise ValueError(f"device={device!r} must be a DeviceSpec or a registry name such as 'T4'")
+
+
+@dataclass(frozen=True)
+class MemoryEstimate:
+    """Memory one training step keeps alive, part by part, in bytes.
+
+    Attributes
+    ----------
+    params_bytes, grads_bytes, optimizer_bytes, activations_bytes : int
+        Weights (including fp32 master weights under AMP), gradients, optimizer state
+        and the activations saved for the backward pass of one batch.
+    precision : str
+        One of :data:`PRECISIONS`.
+    optimizer : str
+        One of :data:`OPTIMIZERS`.
+    """
+
+    params_bytes: int
+    grads_bytes: int
+    optimizer_bytes: int
+    activations_bytes: int
+    precision: str
+    optimizer: str
+
+    @property
+    def total_bytes(self) -> int:
+        """All four parts together."""
+        return sum(self.breakdown().values())
+
+    def breakdown(self) -> dict[str, int]:
+        """Bytes by part: parameters, gradients, optimizer states, activations."""
+        values = (self.params_bytes, self.grads_bytes, self.optimizer_bytes, self.activations_bytes)
+        return dict(zip(_PARTS, values, strict=True))
+
+    def fits(self, device, *, headroom: float = 0.9) -> bool:
+        """Whether the total fits in ``headroom`` of the device's memory.
+
+        Parameters
+        ----------
+        device : DeviceSpec or str
+            A registry entry or its name (``"T4"``, ``"A100 80GB"``).
+        headroom : float
+            Usable fraction of the memory (the CUDA context, the allocator's cache and
+            fragmentation take the rest); in (0, 1].
+
+        Examples
+        --------
+        >>> est = estimate_training_memory(1_000_000_000, precision="amp_bf16")
+        >>> est.fits("A100 80GB"), est.fits("T4")
+        (True, False)
+        """
+        if not (isinstance(headroom, int | float) and 0 < headroom <= 1):
+            raise ValueError(f"headroom={headroom!r} must be a fraction in (0, 1]")
+        spec = _as_spec(device)
+        if spec.memory_bytes is None:
+            raise ValueError(
+                f"{spec.name} has no fixed memory size in the registry (it depends on the "
+                "DIMMs installed); pick a GPU or TPU entry"
+            )
+        return self.total_bytes <= headroom * spec.memory_bytes
+
+    def __str__(self) -> str:
+        lines = [f"Training memory ({self.precision}, {self.optimizer})"]
+        total = self.total_bytes or 1
+        for name, nbytes in self.breakdown().items():
+            lines.append(f"  {name:<17} {format_bytes(nbytes):>11}  {nbytes / total:6.1%}")
+        lines.append(f"  {'total':<17} {format_bytes(self.total_bytes):>11}")
+        return "\n".join(lines)
+
+
+def estimate_training_memory(
+    n_params: int,
+    *,
+    precision: str = "fp32",
+    optimizer: str = "adam",
+    activations_bytes: int = 0,
+) -> MemoryEstimate:
+    """Memory a training step keeps alive for a model of ``n_params`` parameters.
+
+    Parameters
+    ----------
+    n_params : int
+        Number of trainable parameters.
+    precision : str
+        One of :data:`PRECISIONS`.
+    optimizer : str
+        One of :data:`OPTIMIZERS`.
+    activations_bytes : int
+        Activations saved for the backward pass of one batch, e.g. from
+        :func:`activation_bytes`; they grow with the batch size.
+
+    Examples
+    --------
+    Mixed-precision Adam costs 16 bytes per parameter before activations:
+
+    >>> est = estimate_training_memory(1_000_000, precision="amp_fp16", optimizer="adam")
+    >>> est.total_bytes
+    16000000
+    >>> print(est)
+    Training memory (amp_fp16, adam)
+      parameters           3.81 MiB   25.0%
+      gradients            3.81 MiB   25.0%
+      optimizer states     7.63 MiB   50.0%
+      activations               0 B    0.0%
+      total               15.26 MiB
+    """
+    _check_count("n_params", n_params, allow_zero=False)
+    _check_count("activations_bytes", activations_bytes, allow_zero=True)
+    per_param = bytes_per_param(precision, optimizer)
+    return MemoryEstimate(
+        params_bytes=n_params * per_param["parameters"],
+        grads_bytes=n_params * per_param["gradients"],
+        optimizer_bytes=n_params * per_param["optimizer states"],
+        activations_bytes=activations_bytes,
+        precision=precision,
+        optimizer=optimizer,
+    )
+
+
+def gpus_that_fit(estimate: MemoryEstimate, *, kind: str = "gpu", headroom: float = 0.9) -> list:
+    """Registry devices of ``kind`` whose memory holds ``estimate``, smallest memory first.
+
+    Examples
+    --------
+    >>> est = estimate_training_memory(3_000_000_000, precision="amp_bf16")
+    >>> [s.name for s in gpus_that_fit(est)][:1]
+    ['A100 80GB SXM4']
+    """
+    if not isinstance(estimate, MemoryEstimate):
+        raise ValueError(f"estimate={estimate!r} must be a MemoryEstimate")
+    specs = [s for s in list_specs(kind) if s.memory_bytes is not None]
+    fitting = [s for s in specs if estimate.fits(s, headroom=headroom)]
+    return sorted(fitting, key=lambda s: (s.memory_bytes, s.year, s.name))
+
+
+def _model_device(model):
+    import torch
+
+    for tensor in model.parameters():
+        return tensor.device
+    return torch.device("cpu")
+
+
+def _cast_inputs(inputs, dtype):
+    import torch
+
+    if isinstance(inputs, torch.Tensor):
+        return inputs.to(dtype) if inputs.is_floating_point() else inputs
+    if isinstance(inputs, tuple | list):
+        return type(inputs)(_cast_inputs(x, dtype) for x in inputs)
+    return inputs
+
+
+def _call(model, inputs):
+    import torch
+
+    if isinstance(inputs, tuple | list) and not isinstance(inputs, torch.Tensor):
+        return model(*inputs)
+    return model(inputs)
+
+
+def _autocast(precision: str, device):
+    import torch
+
+    if precision == "amp_bf16":
+        return torch.autocast(device.type, dtype=torch.bfloat16)
+    if precision == "amp_fp16":
+        return torch.autocast(device.type, dtype=torch.float16)
+    return contextlib.nullcontext()
+
+
+def _prepare(model, inputs, precision):
+    """The model and inputs as they run at ``precision`` (a bf16 copy for ``"bf16"``)."""
+    import torch
+
+    if precision == "bf16":
+        return copy.deepcopy(model).to(torch.bfloat16), _cast_inputs(inputs, torch.bfloat16)
+    return model, inputs
+
+
+def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
+    """Bytes autograd saves for the backward pass of one forward call on ``example_input``.
+
+    Every tensor saved for backward passes through a saved-tensors hook; the distinct
+    storages are summed, leaving out the model's own parameters and buffers (the
+    estimator counts those separately). The input batch counts when a layer saves it.
+    Under ``amp_*`` precisions the 16-bit copies of the weights that autocast makes are
+    saved too, and counted. The loss function's own saved tensors are not included.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+        Runs on the device its parameters are on; train or eval mode as you set it.
+    example_input : Tensor or tuple of Tensor
+        One batch (a tuple is unpacked into the call).
+    precision : str
+        One of :data:`PRECISIONS`; ``"bf16"`` measures a bfloat16 copy of the model.
+
+    Examples
+    --------
+    >>> import torch
+    >>> layer = torch.nn.Linear(1000, 10)
+    >>> activation_bytes(layer, torch.randn(32, 1000))  # Linear saves its input: 32*1000*4
+    128000
+    """
+    import torch
+
+    _check_choice("precision", precision, PRECISIONS)
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+    model, inputs = _prepare(model, example_input, precision)
+    own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
+    saved: dict[tuple[str, int], int] = {}
+    keep_alive = []  # saved tensors stay alive until the sum is taken, so no address is reused
+
+    def pack(tensor):
+        storage = tensor.untyped_storage()
+        if storage.data_ptr() not in own:
+            saved[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+            keep_alive.append(tensor)
+        return tensor
+
+    with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
+        with _autocast(precision, _model_device(model)):
+            output = _call(model, inputs)
+    total = sum(saved.values())
+    del output
+    keep_alive.clear()
+    return total
+
+
+_OPTIMIZER_CLASSES = {
+    "sgd": ("SGD", {"lr": 0.01}),
+    "sgd_momentum": ("SGD", {"lr": 0.01, "momentum": 0.9}),
+    "adam": ("Adam", {"lr": 1e-3}),
+    "adamw": ("AdamW", {"lr": 1e-3}),
+}
+
+
+def _make_optimizer(name: str, params):
+    import torch
+
+    cls_name, kwargs = _OPTIMIZER_CLASSES[name]
+    return getattr(torch.optim, cls_name)(params, **kwargs)
+
+
+def _tensor_bytes(tensors) -> int:
+    storages = {}
+    for t in tensors:
+        if t is not None:
+            s = t.untyped_storage()
+            storages[(str(t.device), s.data_ptr())] = s.nbytes()
+    return sum(storages.values())
+
+
+def _optimizer_state_tensors(opt):
+    import torch
+
+    for state in opt.state.values():
+        for value in state.values():
+            if isinstance(value, torch.Tensor):
+                yield value
+
+
+def _cpu_peak_during(step) -> int:
+    """Peak bytes allocated on the CPU while ``step()`` runs, from the profiler's memory events."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        step()
+    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
+    events = [e for e in events if e.device_type().name == "CPU"]
+    running = peak = 0
+    for event in sorted(events, key=lambda e: e.start_ns()):
+        running += event.nbytes()
+        peak = max(peak, running)
+    return peak
+
+
+def measure_training_memory(
+    model,
+    inputs,
+    targets,
+    *,
+    precision: str = "fp32",
+    optimizer: str = "adam",
+    loss_fn=None,
+) -> int:
+    """Measured peak memory of one training step (forward, backward, optimizer step), in bytes.
+
+    The bytes already held when the step starts (weights, optimizer states, the batch:
+    summed from the tensors themselves) plus the peak of what the step allocates on top:
+    on a CUDA GPU from ``torch.cuda.max_memory_allocated``, on a CPU from the memory
+    events the PyTorch profiler records (``profile_memory=True``). Other tensors the
+    process holds do not count. One warm-up step runs
+    first so the optimizer has created its state. The model is trained on a copy;
+    ``model`` itself is not changed.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    inputs, targets : Tensor
+        One batch, on the model's device.
+    precision : str
+        One of :data:`PRECISIONS`.
+    optimizer : str
+        One of :data:`OPTIMIZERS` (built with PyTorch's defaults, as most code does).
+    loss_fn : callable, optional
+        ``loss_fn(outputs, targets)``; cross-entropy when omitted.
+    """
+    import torch
+    import torch.nn.functional as F
+
+    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    loss_fn = loss_fn or F.cross_entropy
+    model, inputs = _prepare(copy.deepcopy(model), inputs, precision)
+    device = _model_device(model)
+    opt = _make_optimizer(optimizer, model.parameters())
+    scaler = torch.amp.GradScaler(device.type, enabled=precision == "amp_fp16")
+
+    def step():
+        with _autocast(precision, device):
+            loss = loss_fn(_call(model, inputs), targets)
+        scaler.scale(loss).backward()
+        scaler.step(opt)
+        scaler.update()
+
+    step()
+    opt.zero_grad(set_to_none=True)
+    held = [*model.parameters(), *model.buffers(), *_optimizer_state_tensors(opt)]
+    batch = [inputs, targets] if isinstance(inputs, torch.Tensor) else [*inputs, targets]
+    held_bytes = _tensor_bytes([*held, *batch])
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+        start = torch.cuda.memory_allocated(device)
+        torch.cuda.reset_peak_memory_stats(device)
+        step()
+        torch.cuda.synchronize(device)
+        return held_bytes + int(torch.cuda.max_memory_allocated(device)) - start
+    if device.type != "cpu":
+        raise ValueError(f"device={device.type!r}: peak memory is measured on CUDA or CPU only")
+    return held_bytes + _cpu_peak_during(step)

@@ -1,0 +1,94 @@
+import pytest
+import torch
+from torch import nn
+
+import gpulab as gl
+
+
+def test_bytes_per_parameter_follow_precision_and_optimizer():
+    est = gl.estimate_training_memory(1000, precision="fp32", optimizer="adam")
+    assert (est.params_bytes, est.grads_bytes, est.optimizer_bytes) == (4000, 4000, 8000)
+    assert gl.estimate_training_memory(1000, precision="amp_bf16").total_bytes == 16_000
+    bf16 = gl.estimate_training_memory(1000, precision="bf16", optimizer="adamw")
+    assert bf16.total_bytes == 8000
+    assert gl.estimate_training_memory(1000, optimizer="sgd").optimizer_bytes == 0
+    assert gl.estimate_training_memory(1000, optimizer="sgd_momentum").optimizer_bytes == 4000
+
+
+def test_breakdown_sums_to_total_and_prints_a_table():
+    est = gl.estimate_training_memory(2**20, precision="fp32", activations_bytes=3 * 2**20)
+    parts = est.breakdown()
+    assert list(parts) == ["parameters", "gradients", "optimizer states", "activations"]
+    assert sum(parts.values()) == est.total_bytes == 19 * 2**20
+    text = str(est)
+    assert "activations" in text and "19.00 MiB" in text and "(fp32, adam)" in text
+
+
+def test_fits_uses_the_registry_memory_with_headroom():
+    t4 = gl.get_spec("T4")
+    n = int(0.9 * t4.memory_bytes) // 16  # amp + Adam: 16 bytes per parameter
+    est = gl.estimate_training_memory(n, precision="amp_fp16")
+    assert est.fits(t4) and est.fits("T4")
+    assert not est.fits("T4", headroom=0.8)
+    with pytest.raises(ValueError, match="headroom"):
+        est.fits("T4", headroom=1.5)
+    cpu = gl.list_specs("cpu")[0]
+    with pytest.raises(ValueError, match="no fixed memory"):
+        est.fits(cpu)
+
+
+def test_gpus_that_fit_are_sorted_and_all_fit():
+    est = gl.estimate_training_memory(1_500_000_000, precision="amp_bf16")  # 24 GB
+    gpus = gl.gpus_that_fit(est)
+    sizes = [s.memory_bytes for s in gpus]
+    assert sizes == sorted(sizes) and min(sizes) >= est.total_bytes / 0.9
+    assert {s.kind for s in gpus} == {"gpu"}
+    too_small = [s for s in gl.list_specs("gpu") if s not in gpus]
+    assert all(s.memory_bytes * 0.9 < est.total_bytes for s in too_small)
+    assert gl.gpus_that_fit(gl.estimate_training_memory(10**13)) == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"n_params": 0}, "n_params=0"),
+        ({"n_params": 1.5}, "n_params=1.5"),
+        ({"n_params": 10, "precision": "fp8"}, "precision='fp8'"),
+        ({"n_params": 10, "optimizer": "lion"}, "optimizer='lion'"),
+        ({"n_params": 10, "activations_bytes": -1}, "activations_bytes=-1"),
+    ],
+)
+def test_bad_inputs_are_clear_errors(kwargs, match):
+    n = kwargs.pop("n_params")
+    with pytest.raises(ValueError, match=match):
+        gl.estimate_training_memory(n, **kwargs)
+
+
+def test_activation_bytes_counts_what_autograd_saves():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(100, 200), nn.ReLU(), nn.Linear(200, 10))
+    x = torch.randn(16, 100)
+    # Linear 1 saves x; ReLU saves its output, which Linear 2 saves too (one storage).
+    assert gl.activation_bytes(model, x) == 16 * 100 * 4 + 16 * 200 * 4
+    # Activations grow linearly with the batch.
+    assert gl.activation_bytes(model, torch.randn(64, 100)) == 4 * (16 * 100 * 4 + 16 * 200 * 4)
+    # A bf16 copy saves 2-byte tensors; the model itself stays fp32.
+    assert gl.activation_bytes(model, x, precision="bf16") == (16 * 100 + 16 * 200) * 2
+    assert next(model.parameters()).dtype == torch.float32
+
+
+def test_activation_bytes_under_autocast_counts_the_16_bit_weight_copies():
+    model = nn.Sequential(nn.Linear(100, 20), nn.Linear(20, 10))
+    x = torch.randn(8, 100)
+    saved = gl.activation_bytes(model, x, precision="amp_bf16")
+    # bf16 copies saved for backward: the input (8x100), the hidden activation (8x20) and
+    # layer 2's weight (10x20), needed for the gradient of the hidden activation. Layer 1's
+    # weight is not saved: nothing upstream of it needs a gradient.
+    assert saved == (8 * 100 + 8 * 20 + 10 * 20) * 2
+
+
+def test_activation_bytes_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="precision='int8'"):
+        gl.activation_bytes(nn.Linear(2, 2), torch.randn(1, 2), precision="int8")
+    with pytest.raises(ValueError, match="must be a torch.nn.Module"):
+        gl.activation_bytes(lambda x: x, torch.randn(1, 2))

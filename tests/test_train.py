@@ -1,0 +1,105 @@
+import math
+
+import pytest
+import torch
+from torch import nn
+
+import gpulab as gl
+
+CPU = {"device": "cpu", "progress": False}
+
+
+def _data(n_batches=6, batch=16, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(n_batches * batch, 8, generator=g)
+    y = (x[:, 0] > 0).long()  # learnable: the sign of the first feature
+    return [(x[i : i + batch], y[i : i + batch]) for i in range(0, len(x), batch)]
+
+
+def _model():
+    torch.manual_seed(0)
+    return nn.Sequential(nn.Linear(8, 16), nn.ReLU(), nn.Linear(16, 2))
+
+
+def test_counts_steps_and_samples_and_learns():
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    stats = gl.train(model, _data(), optimizer=opt, epochs=8, **CPU)
+    assert (stats.steps, stats.samples) == (48, 768)
+    assert len(stats.losses) == 48 and stats.seconds > 0
+    assert stats.samples_per_s == pytest.approx(768 / stats.seconds)
+    assert stats.final_loss < 0.5 * stats.losses[0]
+
+
+def test_accumulation_takes_fewer_steps_and_matches_the_big_batch():
+    small, big = _model(), _model()
+    opt_small = torch.optim.SGD(small.parameters(), lr=0.1)
+    opt_big = torch.optim.SGD(big.parameters(), lr=0.1)
+    data = _data(n_batches=4)
+    merged = [(torch.cat([x for x, _ in data]), torch.cat([y for _, y in data]))]
+    s = gl.train(small, data, optimizer=opt_small, accumulation_steps=4, **CPU)
+    b = gl.train(big, merged, optimizer=opt_big, **CPU)
+    assert s.steps == b.steps == 1
+    assert s.losses[0] == pytest.approx(b.losses[0], rel=1e-5)
+    for p, q in zip(small.parameters(), big.parameters(), strict=True):
+        torch.testing.assert_close(p, q, rtol=1e-5, atol=1e-6)
+
+
+def test_an_incomplete_group_is_stepped_and_max_steps_stops():
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stats = gl.train(model, _data(5), optimizer=opt, accumulation_steps=2, **CPU)
+    assert stats.steps == 3 and stats.samples == 80
+    stats = gl.train(model, _data(5), optimizer=opt, epochs=3, max_steps=4, **CPU)
+    assert stats.steps == 4 and stats.samples == 64
+
+
+def test_bf16_autocast_trains_on_the_cpu():
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.5)
+    stats = gl.train(
+        model, _data(), optimizer=opt, epochs=4, device="cpu", amp_dtype="bf16", progress=False
+    )
+    assert all(math.isfinite(v) for v in stats.losses)
+    assert next(model.parameters()).dtype == torch.float32  # master weights stay fp32
+
+
+def test_progress_bar_reports_samples(capsys):
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    gl.train(model, _data(2), optimizer=opt, device="cpu", desc="demo")
+    err = capsys.readouterr().err
+    assert "demo" in err and "32" in err and "sample" in err
+
+
+def test_stats_without_steps():
+    stats = gl.TrainStats(steps=0, samples=0, seconds=0.0, losses=[])
+    assert stats.samples_per_s == 0.0 and math.isnan(stats.final_loss)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"epochs": 0}, "epochs=0"),
+        ({"accumulation_steps": 1.5}, "accumulation_steps=1.5"),
+        ({"max_steps": -1}, "max_steps=-1"),
+        ({"amp_dtype": "int8"}, "amp_dtype='int8'"),
+        ({"optimizer": "adam"}, "optimizer='adam'"),
+    ],
+)
+def test_bad_arguments_are_clear_errors(kwargs, match):
+    model = _model()
+    args = {"optimizer": torch.optim.SGD(model.parameters(), lr=0.1), **CPU}
+    with pytest.raises(ValueError, match=match):
+        gl.train(model, _data(1), **{**args, **kwargs})
+
+
+def test_bad_batches_are_clear_errors():
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    with pytest.raises(ValueError, match="one-shot iterator"):
+        gl.train(model, iter(_data(2)), optimizer=opt, epochs=2, **CPU)
+    with pytest.raises(ValueError, match="no batches"):
+        gl.train(model, [], optimizer=opt, **CPU)
+    with pytest.raises(ValueError, match=r"pair \(inputs, targets\)"):
+        gl.train(model, [torch.randn(4, 8)], optimizer=opt, **CPU)
