@@ -1,0 +1,221 @@
+import csv
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import gpulab as gl
+
+DATA = Path(gl.__file__).parent / "data" / "interconnects.csv"
+
+
+def test_every_interconnect_has_a_source_and_a_one_way_bandwidth():
+    links = gl.list_interconnects()
+    assert len(links) == len(list(csv.DictReader(DATA.open()))) >= 15
+    for link in links:
+        assert link.source_url.startswith("https://"), link.name
+        assert link.bandwidth_gbs > 0 and link.bandwidth == link.bandwidth_gbs * 1e9
+    assert {link.kind for link in links} == {"pcie", "nvlink", "nvswitch", "infiniband"}
+
+
+def test_registry_matches_the_fact_sheet():
+    # facts.md: NVLink per GPU 160/300/600/900/1800 GB/s bidirectional; halved here.
+    assert [link.bandwidth_gbs for link in gl.list_interconnects("nvlink")][:5] == [
+        80,
+        150,
+        300,
+        450,
+        900,
+    ]
+    # facts.md: PCIe x16 per direction 15.75 / 31.5 / 63 GB/s.
+    assert [link.bandwidth_gbs for link in gl.list_interconnects("pcie")] == [15.75, 31.5, 63]
+    # NDR: 400 Gb/s per port = 50 GB/s.
+    assert gl.interconnect("InfiniBand NDR").bandwidth_gbs == 50
+    assert gl.interconnect("IB HDR").latency_s == pytest.approx(0.6e-6)
+
+
+@pytest.mark.parametrize(
+    "query, expected",
+    [
+        ("PCIe 4", "PCIe Gen4 x16"),
+        ("pcie gen4 x16", "PCIe Gen4 x16"),
+        ("PCIe-5", "PCIe Gen5 x16"),
+        ("NVLink 4", "NVLink 4 (H100/H200)"),
+        ("nvlink4.0", "NVLink 4 (H100/H200)"),
+        ("NVLink 4 (H100/H200)", "NVLink 4 (H100/H200)"),
+        ("InfiniBand NDR", "InfiniBand NDR (4x)"),
+        ("ib ndr", "InfiniBand NDR (4x)"),
+        ("NVSwitch gen 3", "NVSwitch gen 3 (DGX H100)"),
+        ("nvswitch3", "NVSwitch gen 3 (DGX H100)"),
+    ],
+)
+def test_forgiving_names(query, expected):
+    assert gl.interconnect(query).name == expected
+
+
+@pytest.mark.parametrize("bad", ["NVLink 9", "ethernet", "", None])
+def test_unknown_link_lists_the_choices(bad):
+    with pytest.raises(ValueError, match="PCIe Gen4 x16") as err:
+        gl.interconnect(bad)
+    assert "NVLink 4 (H100/H200)" in str(err.value)
+
+
+def test_unknown_link_suggests_a_close_name():
+    with pytest.raises(ValueError, match="Did you mean 'NVLink 4"):
+        gl.interconnect("NVLnk 4")
+
+
+def test_ring_allreduce_hand_computed():
+    # p=4, n=8 MB, alpha=10 us, beta=10 GB/s: 2*3*10us + 2*3/4*8e6/1e10 = 60 us + 1.2 ms
+    t = gl.allreduce_time(8e6, 4, alpha_s=10e-6, bandwidth_bytes_per_s=10e9)
+    assert t == pytest.approx(60e-6 + 1.2e-3)
+    # the bandwidth term is nearly independent of p
+    big = [gl.allreduce_time(1e9, p, alpha_s=0, bandwidth_bytes_per_s=1e9) for p in (2, 8, 64)]
+    assert big == pytest.approx([1.0, 1.75, 2 * 63 / 64])
+
+
+def test_other_algorithms_hand_computed():
+    kw = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9)
+    # tree all-reduce on 8 ranks: 2*3*(alpha + n/beta)
+    assert gl.allreduce_time(1e6, 8, algorithm="tree", **kw) == pytest.approx(6 * (1e-6 + 1e-3))
+    # Rabenseifner: 2*3*alpha + 2*7/8*n/beta
+    assert gl.allreduce_time(1e6, 8, algorithm="rabenseifner", **kw) == pytest.approx(
+        6e-6 + 1.75e-3
+    )
+    # all-gather and reduce-scatter: (p-1)*alpha + (p-1)/p*n/beta
+    assert gl.allgather_time(1e6, 4, **kw) == pytest.approx(3e-6 + 0.75e-3)
+    assert gl.reduce_scatter_time(1e6, 4, **kw) == pytest.approx(3e-6 + 0.75e-3)
+    # reduce-scatter + all-gather = ring all-reduce
+    assert gl.reduce_scatter_time(1e6, 4, **kw) + gl.allgather_time(1e6, 4, **kw) == pytest.approx(
+        gl.allreduce_time(1e6, 4, **kw)
+    )
+    # broadcast: pipelined ring (p-1)*alpha + n/beta; tree ceil(log2 p)*(alpha + n/beta)
+    assert gl.broadcast_time(1e6, 5, **kw) == pytest.approx(4e-6 + 1e-3)
+    assert gl.broadcast_time(1e6, 5, algorithm="tree", **kw) == pytest.approx(3 * (1e-6 + 1e-3))
+
+
+def test_one_rank_communicates_nothing():
+    for fn in (gl.allreduce_time, gl.allgather_time, gl.reduce_scatter_time, gl.broadcast_time):
+        assert fn(1e9, 1, alpha_s=1e-3, bandwidth_bytes_per_s=1e9) == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_bytes=-1, p=2), "n_bytes=-1"),
+        (dict(n_bytes=1, p=0), "p=0 must be a positive integer"),
+        (dict(n_bytes=1, p=2.5), "p=2.5"),
+        (dict(n_bytes=1, p=2, alpha_s=-1), "alpha_s=-1"),
+        (dict(n_bytes=1, p=2, bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s=0"),
+        (dict(n_bytes=1, p=2, algorithm="butterfly"), "algorithm='butterfly'.*ring, tree"),
+    ],
+)
+def test_bad_input_is_a_clear_error(kwargs, match):
+    args = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9) | kwargs
+    n, p = args.pop("n_bytes"), args.pop("p")
+    with pytest.raises(ValueError, match=match):
+        gl.allreduce_time(n, p, **args)
+
+
+def test_bytes_per_rank_and_bus_bandwidth():
+    assert gl.allreduce_bytes_per_rank(1e6, 2) == 1e6
+    assert gl.allreduce_bytes_per_rank(1e6, 1) == 0
+    # bus bandwidth of a model-perfect all-reduce is the link bandwidth, for any p
+    for p in (2, 4, 16):
+        t = gl.allreduce_time(1e8, p, alpha_s=0, bandwidth_bytes_per_s=25e9)
+        assert gl.bus_bandwidth(1e8, t, p) == pytest.approx(25e9)
+
+
+@pytest.mark.parametrize("p, algorithm", [(2, "ring"), (8, "ring"), (8, "tree")])
+def test_fit_recovers_alpha_beta_from_exact_data(p, algorithm):
+    sizes = np.logspace(2, 8, 13)
+    times = [
+        gl.allreduce_time(n, p, alpha_s=30e-6, bandwidth_bytes_per_s=2e9, algorithm=algorithm)
+        for n in sizes
+    ]
+    alpha, beta = gl.fit_alpha_beta(sizes, times, p, algorithm=algorithm)
+    assert alpha == pytest.approx(30e-6, rel=1e-9)
+    assert beta == pytest.approx(2e9, rel=1e-9)
+
+
+def test_fit_recovers_alpha_beta_from_noisy_data():
+    rng = np.random.default_rng(0)
+    sizes = np.repeat(np.logspace(3, 8, 11), 5)
+    clean = np.array(
+        [gl.allreduce_time(n, 2, alpha_s=50e-6, bandwidth_bytes_per_s=5e9) for n in sizes]
+    )
+    noisy = clean * rng.lognormal(0.0, 0.05, size=clean.shape)
+    alpha, beta = gl.fit_alpha_beta(sizes, noisy, 2)
+    assert alpha == pytest.approx(50e-6, rel=0.1)
+    assert beta == pytest.approx(5e9, rel=0.1)
+
+
+def test_fit_of_an_allgather_sweep():
+    sizes = [1e4, 1e6, 1e8]
+    times = [gl.allgather_time(n, 4, alpha_s=2e-6, bandwidth_bytes_per_s=8e9) for n in sizes]
+    alpha, beta = gl.fit_alpha_beta(sizes, times, 4, collective="allgather")
+    assert (alpha, beta) == pytest.approx((2e-6, 8e9))
+
+
+def test_fit_clips_a_negative_latency_to_zero():
+    sizes = [1e6, 2e6, 4e6]
+    times = [0.9e-3, 2e-3, 4.1e-3]  # intercept would be slightly negative
+    alpha, beta = gl.fit_alpha_beta(sizes, times, 2)
+    assert alpha == 0.0 and beta == pytest.approx(1e9, rel=0.05)
+
+
+@pytest.mark.parametrize(
+    "sizes, times, p, match",
+    [
+        ([1e3, 1e3], [1e-3, 2e-3], 2, "two distinct"),
+        ([1e3, 1e4], [1e-3], 2, "same length"),
+        ([1e3, 1e4], [1e-3, 0.0], 2, "times_s"),
+        ([1e3, 1e4], [1e-3, 1e-3], 1, "at least 2 ranks"),
+        ([1e3, 1e4], [2e-3, 1e-3], 2, "do not grow"),
+    ],
+)
+def test_fit_rejects_bad_data(sizes, times, p, match):
+    with pytest.raises(ValueError, match=match):
+        gl.fit_alpha_beta(sizes, times, p)
+
+
+def test_step_time_without_and_with_overlap():
+    link = gl.Interconnect("test link", bandwidth_gbs=10, latency_us=None, source_url="-")
+    # 1 GB of gradients on 2 GPUs at 10 GB/s: 2*1/2*1e9/1e10 = 0.1 s of communication
+    step = gl.dp_step_time(0.3, 1e9, 2, link=link)
+    assert (step.comm_s, step.exposed_comm_s, step.total_s) == pytest.approx((0.1, 0.1, 0.4))
+    assert step.efficiency == pytest.approx(0.75)
+    assert step.comm_share == pytest.approx(0.25)
+    assert step.speedup == pytest.approx(1.5)
+    # hide it behind a third of the compute: exposed 0.1 - 0.1 = 0
+    hidden = gl.dp_step_time(0.3, 1e9, 2, link=link, overlap=1 / 3)
+    assert hidden.exposed_comm_s == pytest.approx(0.0) and hidden.efficiency == pytest.approx(1)
+    partly = gl.dp_step_time(0.3, 1e9, 2, link=link, overlap=0.2)
+    assert partly.exposed_comm_s == pytest.approx(0.04)
+
+
+def test_step_time_uses_the_registry_and_latency():
+    step = gl.dp_step_time(1.0, 0.0, 4, link="IB HDR")  # only latency: 2*3*0.6 us
+    assert step.comm_s == pytest.approx(3.6e-6)
+    assert gl.dp_step_time(1.0, 0.0, 4, link="IB HDR", alpha_s=0).comm_s == 0
+    single = gl.dp_step_time(1.0, 1e12, 1, link="PCIe 3")
+    assert single.comm_s == 0 and single.efficiency == 1
+    nv = gl.dp_step_time(0.1, 1e9, 8, link="NVLink 4")
+    pcie = gl.dp_step_time(0.1, 1e9, 8, link=gl.interconnect("PCIe 4"))
+    assert nv.efficiency > pcie.efficiency
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(compute_s=0), "compute_s=0"),
+        (dict(overlap=1.5), "overlap=1.5"),
+        (dict(link=42), "link=42"),
+        (dict(link="token ring"), "no interconnect called 'token ring'"),
+        (dict(p=-2), "p=-2"),
+    ],
+)
+def test_step_time_bad_input(kwargs, match):
+    args = dict(compute_s=0.1, grad_bytes=1e6, p=2, link="PCIe 4") | kwargs
+    with pytest.raises(ValueError, match=match):
+        gl.dp_step_time(args.pop("compute_s"), args.pop("grad_bytes"), args.pop("p"), **args)
