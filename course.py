@@ -4,6 +4,9 @@
     python3 course.py build    # install everything (first time), build the book into _build/html
     python3 course.py test     # install everything (first time), run the whole test suite
 
+    python3 course.py build --solutions-open   # instructors' copy, every worked solution
+                                               # expanded: _build/instructor/_build/html
+
 Extra arguments after ``test`` go to pytest, e.g. ``python3 course.py test -k specs``.
 
 Both use a virtual environment in ``.venv`` (made with access to the packages already in
@@ -29,6 +32,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent
 VENV = ROOT / ".venv"
 STAMP_NAME = ".gpulab-requirements.sha256"
+# The instructors' build: a copy of _config.yml with one override, written next to it (the
+# config's relative paths, such as local_extensions, are resolved from its folder).
+INSTRUCTOR_CONFIG = ROOT / "_config.instructor.yml"
+INSTRUCTOR_OUTPUT = ROOT / "_build" / "instructor"  # jupyter-book adds _build/html below it
+# sphinx-togglebutton collapses what matches this selector (its default is
+# ".toggle, .admonition.dropdown"); leaving sphinx-exercise solutions out shows them expanded.
+SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
 BUILD_TIMEOUT_S = 1800
@@ -143,14 +153,37 @@ def ensure_environment() -> Path:
     return python
 
 
-def build(python: Path) -> int:
-    say("building the book into _build/html (warnings are errors)")
+def instructor_config(config: dict) -> dict:
+    """``config`` (the parsed ``_config.yml``) with every worked solution shown expanded.
+
+    The chapters' build-time outputs are reused from the readers' build cache.
+    """
+    sphinx = dict(config.get("sphinx") or {})
+    sphinx["config"] = {**(sphinx.get("config") or {}),
+                        "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR}
+    execute = {**(config.get("execute") or {}),
+               "cache": str(ROOT / "_build" / ".jupyter_cache")}
+    return {**config, "sphinx": sphinx, "execute": execute}
+
+
+def build(python: Path, solutions_open: bool = False) -> int:
     code = "from jupyter_book.cli.main import main; main()"
-    return run(
-        [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"],
-        BUILD_TIMEOUT_S,
-        check=False,
-    )
+    cmd = [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
+    if not solutions_open:
+        say("building the book into _build/html (warnings are errors)")
+        return run(cmd, BUILD_TIMEOUT_S, check=False)
+
+    import yaml  # installed with jupyter-book, which this build needs anyway
+
+    output = INSTRUCTOR_OUTPUT.relative_to(ROOT)
+    say(f"building the instructors' book, solutions shown, into {output}/_build/html")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+    INSTRUCTOR_CONFIG.write_text(yaml.safe_dump(instructor_config(config)), encoding="utf-8")
+    try:
+        return run([*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT],
+                   BUILD_TIMEOUT_S, check=False)
+    finally:
+        INSTRUCTOR_CONFIG.unlink(missing_ok=True)
 
 
 def test(python: Path, pytest_args: list[str]) -> int:
@@ -162,10 +195,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("command", choices=("build", "test", "install"))
+    parser.add_argument("--solutions-open", action="store_true",
+                        help="build: the instructors' copy, worked solutions expanded")
     args, pytest_args = parser.parse_known_args()
+    if args.solutions_open and args.command != "build":
+        parser.error("--solutions-open goes with the build command only")
     python = ensure_environment()
     if args.command == "build":
-        return build(python)
+        return build(python, solutions_open=args.solutions_open)
     if args.command == "test":
         return test(python, pytest_args)
     return 0

@@ -6,6 +6,10 @@ Measure how GPUs accelerate deep-learning training on your own hardware: find th
 (:func:`check`), look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), model what communication between
 GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the machine
+(:func:`check`), plan a workshop (:func:`make_agenda`), hand out labs without their
+solutions (:func:`write_student_copies`), record the standard benchmarks (:func:`run_bench`),
+look up datasheet figures with their sources (:func:`get_spec`), predict
+what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
 (:func:`scale`).
 """
 
@@ -59,6 +63,7 @@ from gpulab.energy import (
     cpu_watts_per_core,
     measure_energy,
 )
+from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
 from gpulab.memory import (
     OPTIMIZERS,
@@ -78,11 +83,25 @@ from gpulab.plotting import (
     use_course_style,
 )
 from gpulab.provenance import provenance, provenance_line, seed_everything
-from gpulab.roofline import Prediction, arithmetic_intensity, attainable_flops, predict_time
+from gpulab.report import run_bench, validate_report
+from gpulab.roofline import (
+    Ceilings,
+    Prediction,
+    RooflinePoint,
+    arithmetic_intensity,
+    attainable_flops,
+    measure_ceilings,
+    plot_roofline,
+    predict_time,
+    roofline_readout,
+)
+from gpulab.roofline_widget import roofline_explorer
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
-from gpulab.specs import DTYPES, DeviceSpec, get_spec, list_specs
+from gpulab.specs import DTYPES, DeviceSpec, find_spec, get_spec, list_specs
+from gpulab.student import student_copy, write_student_copies
 from gpulab.train import TrainStats, train
+from gpulab.workshop import Agenda, make_agenda
 
 __version__ = "0.1.0"
 
@@ -104,9 +123,11 @@ def setup_lab(seed: int = 0) -> DeviceInfo:
 
 
 __all__ = [
+    "Agenda",
     "BenchResult",
     "COLLECTIVES",
     "COLORS",
+    "Ceilings",
     "CheckResult",
     "CpuPeak",
     "DEFAULT_UTILISATION",
@@ -128,6 +149,7 @@ __all__ = [
     "PRECISIONS",
     "PowerAssumption",
     "Prediction",
+    "RooflinePoint",
     "StepTime",
     "Stopwatch",
     "ThreadContext",
@@ -149,6 +171,8 @@ __all__ = [
     "check",
     "chooser_widget",
     "collective_time",
+    "conv2d_flops",
+    "count_flops",
     "course_style",
     "cpu_cores",
     "cpu_model",
@@ -159,6 +183,7 @@ __all__ = [
     "epoch_seconds",
     "estimate_cpu_peak",
     "estimate_training_memory",
+    "find_spec",
     "fit_alpha_beta",
     "get_model",
     "get_spec",
@@ -167,23 +192,32 @@ __all__ = [
     "interconnect",
     "lab_table",
     "launch",
+    "linear_flops",
     "list_interconnects",
     "list_labs",
     "list_specs",
+    "make_agenda",
+    "matmul_flops",
+    "measure_ceilings",
     "measure_energy",
     "measure_memory_bandwidth",
     "measure_training_memory",
     "plan_training",
     "plot_measured_vs_predicted",
+    "plot_roofline",
     "plot_spec_trend",
     "predict_time",
     "provenance",
     "provenance_line",
     "reduce_scatter_time",
+    "roofline_explorer",
+    "roofline_readout",
+    "run_bench",
     "run_cost",
     "scale",
     "seed_everything",
     "setup_lab",
+    "student_copy",
     "synchronize",
     "thread_map",
     "tidy_point_labels",
@@ -192,4 +226,6 @@ __all__ = [
     "training_flops_per_sample",
     "transformer_activation_bytes",
     "use_course_style",
+    "validate_report",
+    "write_student_copies",
 ]

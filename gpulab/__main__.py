@@ -1,4 +1,5 @@
-"""Command line: ``python -m gpulab doctor | specs | record LAB.ipynb... | stamp``."""
+"""Command line: ``python -m gpulab doctor | specs | record LAB.ipynb... | stamp | student OUTDIR
+| bench [--out FILE] [--quick]``."""
 
 from __future__ import annotations
 
@@ -41,6 +42,36 @@ def _stamp(args: argparse.Namespace) -> int:
     return 0
 
 
+def _student(args: argparse.Namespace) -> int:
+    from gpulab.student import write_student_copies
+
+    written = write_student_copies(args.outdir, args.notebooks)
+    print(f"wrote {len(written)} student cop{'y' if len(written) == 1 else 'ies'} to {args.outdir}")
+    return 0
+
+
+def _bench(args: argparse.Namespace) -> int:
+    import json
+
+    from gpulab.report import run_bench
+
+    report = run_bench(
+        quick=args.quick, notes=args.notes, progress=lambda name: print(f"measuring {name}...")
+    )
+    text = json.dumps(report, indent=1) + "\n"
+    for entry in report["results"]:
+        print(
+            f"  {entry['name']:<10} {entry['dtype'] or '':<5} {entry['value']:.4g} {entry['unit']}"
+        )
+    if args.out is None:
+        print(text)
+        return 0
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(text, encoding="utf-8")
+    print(f"wrote {args.out} (checked against bench_report.schema.json)")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m gpulab", description=__doc__)
     sub = parser.add_subparsers(dest="command", required=True)
@@ -52,8 +83,22 @@ def main(argv: list[str] | None = None) -> int:
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")
     stamp = sub.add_parser("stamp", help="rewrite the labs' setup cells from _config.yml")
     stamp.add_argument("--root", default=".", help="the course repository root")
+    student = sub.add_parser("student", help="write copies of the labs without their solutions")
+    student.add_argument("outdir", type=Path, help="folder for the student copies")
+    student.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+    bench = sub.add_parser("bench", help="run the standard measurements; write a JSON report")
+    bench.add_argument("--out", type=Path, help="write the report here (default: print it)")
+    bench.add_argument("--quick", action="store_true", help="small sizes, ~30 s on a CPU")
+    bench.add_argument("--notes", default="", help="conditions of the run, kept in the report")
     args = parser.parse_args(argv)
-    handlers = {"doctor": _doctor, "specs": _specs, "record": _record, "stamp": _stamp}
+    handlers = {
+        "doctor": _doctor,
+        "specs": _specs,
+        "record": _record,
+        "stamp": _stamp,
+        "student": _student,
+        "bench": _bench,
+    }
     return handlers[args.command](args)
 
 

@@ -3,9 +3,12 @@
 Each lab notebook keeps a ``gpulab`` entry in its metadata::
 
     {"title": ..., "chapter": "book/gpu_basics", "needs": ...,
+     "instructor_notes": "...Markdown for the workshop guide...",
      "run_time_s": {"cpu": 41.0, "cuda": 12.0}, "recorded": {...provenance...}}
 
 ``run_time_s`` and ``recorded`` are written by ``python -m gpulab record``, never by hand.
+``instructor_notes`` (optional) is what to emphasise and the common questions; the workshop
+guide (``book/workshop.md``) shows it under the lab.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ class LabInfo:
     needs: str
     run_time_s: dict[str, float] = field(default_factory=dict)
     recorded: dict = field(default_factory=dict)
+    instructor_notes: str = ""
 
     @property
     def name(self) -> str:
@@ -56,6 +60,7 @@ def lab_info(path: str | Path) -> LabInfo:
         needs=meta["needs"],
         run_time_s=dict(meta.get("run_time_s", {})),
         recorded=dict(meta.get("recorded", {})),
+        instructor_notes=str(meta.get("instructor_notes", "")),
     )
 
 

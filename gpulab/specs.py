@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-__all__ = ["DeviceSpec", "get_spec", "list_specs", "DTYPES"]
+__all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES"]
 
 #: Precisions the registry can hold a peak figure for, in the order the course teaches them.
 DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -248,3 +248,36 @@ def get_spec(name: str) -> DeviceSpec:
     close = difflib.get_close_matches(name, [s.name for s in specs], n=5, cutoff=0.3)
     hint = ", ".join(repr(c) for c in close) if close else "see gl.list_specs()"
     raise KeyError(f"no device called {name!r} in the registry; close names: {hint}")
+
+
+def find_spec(device_name: str) -> DeviceSpec | None:
+    """The registry entry for a name as the driver reports it, or None if there is none.
+
+    Drivers name GPUs differently from datasheets (``"NVIDIA A100-SXM4-80GB"``,
+    ``"NVIDIA H100 80GB HBM3"``). This drops the vendor prefix and then trailing words until
+    exactly one registry entry fits (which may be a sibling, e.g. the 32 GB entry for a
+    16 GB card); it returns None rather than guess between several.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.find_spec("NVIDIA A100-SXM4-80GB").name
+    'A100 80GB SXM4'
+    >>> gl.find_spec("NVIDIA H100 80GB HBM3").name
+    'H100 SXM5 80GB'
+    >>> gl.find_spec("Tesla T4").name
+    'Tesla T4'
+    >>> gl.find_spec("NVIDIA GeForce GTX 1050") is None
+    True
+    """
+    words = [w for w in _tokens(device_name) if w not in ("nvidia", "amd", "tesla")]
+    # "H100 80GB HBM3": the memory type tells the SXM part from the PCIe one.
+    with_memory = [s for s in _registry() if _matches(words, f"{s.name} {s.memory_type}")]
+    if len(with_memory) == 1:
+        return with_memory[0]
+    while words:
+        try:
+            return get_spec(" ".join(words))
+        except KeyError:
+            words.pop()
+    return None

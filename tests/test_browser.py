@@ -2,13 +2,17 @@
 
 The strict build from ``tests/conftest.py`` (fixture ``book_build``) is served on 127.0.0.1 and
 every page built from ``book/*.md`` or ``notebooks/*.ipynb`` is opened once in one headless
-Chromium. Every request to another host is aborted and recorded, so the checks below show what
-a reader without network (or behind a firewall) gets:
+Chromium; every page in ``_toc.yml`` must be among them (preface, chapters, labs, instructors'
+pages, glossary, references). Every request to another host is aborted and recorded, so the
+checks below show what a reader without network (or behind a firewall) gets:
 
 * math is typeset by MathJax (the copy vendored in ``book/_vendor/``), with no TeX errors;
 * every ``<img>`` has loaded, and no local asset answered 4xx/5xx;
 * no script, stylesheet or font had to come from another host (math and widgets above all);
-* saved ipywidgets render; there are no uncaught JavaScript errors;
+* every link to another page of the book (and its ``#anchor``) resolves;
+* each widget view recorded in a lab's outputs is on its page and renders (the check is shown
+  to work, and to fail when it should, on two small fixture pages);
+* there are no uncaught JavaScript errors and no errors in the console;
 * lab pages have a well-formed "Open in Colab" link to a notebook that exists in the repository;
 * sphinx-exercise solutions are collapsed until the reader clicks their toggle.
 
@@ -34,7 +38,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
@@ -72,6 +76,11 @@ KNOWN_PAGE_ERRORS = (
     # Jupyter Book 1; the second copy throws. Thebe (live code) is not used by this course.
     "Identifier 'THEBE_JS_URL' has already been declared",
 )
+# Console errors from the tool chain, not the book: pydata-sphinx-theme (under
+# sphinx-book-theme) logs this on a reader's first page when no colour mode is stored yet
+# (Jupyter Book leaves the theme's default_mode empty), then stores "auto".
+KNOWN_CONSOLE_ERRORS = (*KNOWN_PAGE_ERRORS, "Got invalid theme mode: . Resetting to auto.")
+WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
 # --------------------------------------------------------------------------- helpers
@@ -194,6 +203,8 @@ class PageReport:
     images_broken: list[str] = field(default_factory=list)
     widget_views: int = 0
     widgets_rendered: int = 0
+    console_errors: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)  # absolute hrefs of every <a> on the page
     colab_links: list[str] = field(default_factory=list)
     solutions: list[dict[str, Any]] = field(default_factory=list)
     screenshot: str | None = None
@@ -273,6 +284,10 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport, shot
     page.on("response", on_response)
     page.on("requestfailed", on_request_failed)
     page.on("pageerror", lambda exc: report.page_errors.append(str(exc)))
+    page.on(
+        "console",
+        lambda msg: report.console_errors.append(msg.text) if msg.type == "error" else None,
+    )
     try:
         page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
 
@@ -308,6 +323,7 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport, shot
         report.images_total = images["total"]
         report.images_broken = images["broken"]
 
+        report.links = page.eval_on_selector_all("a[href]", "els => els.map(e => e.href)")
         report.colab_links = page.eval_on_selector_all(
             f'a[href^="{COLAB}"]', "els => els.map(e => e.getAttribute('href'))"
         )
@@ -442,14 +458,8 @@ def pages(book_html: Path, root: Path) -> list[BookPage]:
     return found
 
 
-@pytest.fixture(scope="module")
-def reports(browser, base_url: str, pages: list[BookPage], root: Path) -> dict[str, PageReport]:
-    """Open every page once, with every request off 127.0.0.1 aborted and recorded."""
-    artifacts = root / "test-artifacts"
-    shots = artifacts / "screenshots"
-    shutil.rmtree(shots, ignore_errors=True)
-    shots.mkdir(parents=True, exist_ok=True)
-
+def _visit_all(browser, base_url: str, pages: list[BookPage], shots: Path) -> dict[str, PageReport]:
+    """Open each page once, with every request off 127.0.0.1 aborted and recorded."""
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     context.set_default_timeout(STEP_TIMEOUT_MS)
     context.set_default_navigation_timeout(NAVIGATION_TIMEOUT_MS)
@@ -475,10 +485,78 @@ def reports(browser, base_url: str, pages: list[BookPage], root: Path) -> dict[s
     finally:
         current.clear()
         context.close()
+    return results
+
+
+@pytest.fixture(scope="module")
+def reports(browser, base_url: str, pages: list[BookPage], root: Path) -> dict[str, PageReport]:
+    """Every page of the book, visited once; a summary goes to test-artifacts/."""
+    artifacts = root / "test-artifacts"
+    shots = artifacts / "screenshots"
+    shutil.rmtree(shots, ignore_errors=True)
+    shots.mkdir(parents=True, exist_ok=True)
+    results = _visit_all(browser, base_url, pages, shots)
     (artifacts / "browser-report.json").write_text(
         json.dumps({rel: asdict(r) for rel, r in results.items()}, indent=2), encoding="utf-8"
     )
     return results
+
+
+# --------------------------------------------------------------------------- widget fixtures
+
+
+def recorded_widget_views(notebook: Path) -> int:
+    """How many widget views the notebook's recorded outputs hold."""
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    return sum(
+        WIDGET_VIEW_MIME in out.get("data", {})
+        for cell in nb.get("cells", [])
+        for out in cell.get("outputs", [])
+    )
+
+
+def _widget_fixture_html(template: str, root: Path, state: dict, views: list[dict]) -> str:
+    """A built lab page with recorded widgets added as myst-nb writes them."""
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    widget_js = config["sphinx"]["config"]["nb_ipywidgets_js"]  # paths relative to _static/
+    head = f'<script type="application/vnd.jupyter.widget-state+json">{json.dumps(state)}</script>'
+    head += "".join(f'<script src="../_static/{path}"></script>' for path in widget_js)
+    body = "".join(
+        f'<div class="cell_output"><script type="{WIDGET_VIEW_MIME}">{json.dumps(v)}</script></div>'
+        for v in views
+    )
+    html = template.replace("</head>", head + "</head>", 1)
+    return re.sub(r"(<main[^>]*>)", lambda m: m.group(1) + body, html, count=1)
+
+
+@pytest.fixture(scope="module")
+def widget_fixture_reports(browser, base_url, book_html: Path, root: Path, pages):
+    """Two fixture pages: one IntSlider recorded properly, and one view of a missing model."""
+    pytest.importorskip("ipywidgets")
+    from ipywidgets import IntSlider
+    from ipywidgets.embed import embed_data
+
+    lab = next((p for p in pages if p.is_lab), None)
+    if lab is None:
+        pytest.skip("no lab page to build the widget fixture from")
+    data = embed_data(views=[IntSlider(value=3, min=0, max=10, description="fixture")])
+    broken_view = {**data["view_specs"][0], "model_id": "0" * 32}
+    folder = book_html / "_widget_fixtures"  # same depth as notebooks/: relative paths hold
+    folder.mkdir(exist_ok=True)
+    template = (book_html / lab.rel).read_text(encoding="utf-8")
+    fixtures = {
+        "ok": _widget_fixture_html(template, root, data["manager_state"], data["view_specs"]),
+        "broken": _widget_fixture_html(template, root, data["manager_state"], [broken_view]),
+    }
+    fixture_pages = []
+    for name, html in fixtures.items():
+        (folder / f"{name}.html").write_text(html, encoding="utf-8")
+        fixture_pages.append(BookPage(f"_widget_fixtures/{name}.html", lab.source, is_lab=False))
+    try:
+        shots = root / "test-artifacts" / "screenshots"
+        yield _visit_all(browser, base_url, fixture_pages, shots)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _fail_if(problems: list[str], what: str) -> None:
@@ -574,15 +652,81 @@ def test_no_uncaught_javascript_errors(reports: dict[str, PageReport]) -> None:
     )
 
 
-def test_widgets_render(reports: dict[str, PageReport]) -> None:
+def _widget_problems(reports: dict[str, PageReport], pages: list[BookPage]) -> list[str]:
+    problems = []
+    for page in pages:
+        r = reports[page.rel]
+        recorded = recorded_widget_views(page.source) if page.source.suffix == ".ipynb" else 0
+        if page.is_lab and r.widget_views != recorded:
+            problems.append(
+                f"{r.rel}: {recorded} widget view(s) recorded in {page.source.name}, "
+                f"{r.widget_views} on the page"
+            )
+        if r.widgets_rendered < max(r.widget_views, recorded):
+            problems.append(
+                f"{r.rel}: {r.widgets_rendered} of {max(r.widget_views, recorded)} saved widget "
+                "views rendered"
+            )
+    return problems
+
+
+def test_widgets_render(reports: dict[str, PageReport], pages: list[BookPage]) -> None:
+    _fail_if(_widget_problems(reports, pages), "ipywidgets that did not render")
+
+
+def test_widget_check_passes_a_rendered_widget_and_fails_a_broken_one(
+    widget_fixture_reports: dict[str, PageReport],
+) -> None:
+    ok = widget_fixture_reports["_widget_fixtures/ok.html"]
+    broken = widget_fixture_reports["_widget_fixtures/broken.html"]
+    assert ok.error is None and broken.error is None, (ok.error, broken.error)
+    assert (ok.widget_views, ok.widgets_rendered) == (1, 1), asdict(ok)
+    assert [b for b in ok.blocked if MATH_WIDGET_ASSET.search(b[1])] == []
+    pages = [BookPage(r.rel, Path("fixture.md"), is_lab=False) for r in (ok, broken)]
+    problems = _widget_problems({r.rel: r for r in (ok, broken)}, pages)
+    assert problems == ["_widget_fixtures/broken.html: 0 of 1 saved widget views rendered"]
+
+
+def test_every_toc_page_is_checked(pages: list[BookPage], root: Path) -> None:
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    files = [toc["root"]] + [c["file"] for part in toc["parts"] for c in part["chapters"]]
+    checked = {p.name for p in pages}
+    _fail_if([f for f in files if f not in checked], "pages in _toc.yml that were not visited")
+
+
+def test_no_console_errors(reports: dict[str, PageReport]) -> None:
     _fail_if(
         [
-            f"{r.rel}: {r.widgets_rendered} of {r.widget_views} saved widget views rendered"
+            f"{r.rel}: {err.splitlines()[0] if err else err}"
             for r in reports.values()
-            if r.widgets_rendered < r.widget_views
+            for err in r.console_errors
+            if not any(known in err for known in KNOWN_CONSOLE_ERRORS)
         ],
-        "ipywidgets that did not render",
+        "errors in the browser console",
     )
+
+
+def test_internal_links_resolve(reports: dict[str, PageReport], book_html: Path) -> None:
+    """Every link to a page of the book reaches a file, and its #anchor an element on it."""
+    problems, ids = [], {}
+    for r in reports.values():
+        for href in r.links:
+            url = urlsplit(href)
+            if url.hostname != LOCAL_HOST:
+                continue
+            target = book_html / unquote(url.path).lstrip("/")
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.is_file():
+                problems.append(f"{r.rel}: {href} (no such file)")
+                continue
+            if url.fragment and target.suffix == ".html":
+                if target not in ids:
+                    text = target.read_text(encoding="utf-8", errors="replace")
+                    ids[target] = set(re.findall(r'\bid="([^"]+)"', text))
+                if unquote(url.fragment) not in ids[target]:
+                    problems.append(f"{r.rel}: {href} (no element with that id)")
+    _fail_if(sorted(set(problems)), "links inside the book that lead nowhere")
 
 
 def test_lab_pages_have_colab_link(

@@ -1,0 +1,230 @@
+"""Count the floating-point operations of layers by hand, and check the count with PyTorch.
+
+The course counts one multiply-add as two FLOPs and, like
+:class:`torch.utils.flop_counter.FlopCounterMode`, counts only the matrix multiplies and
+convolutions: bias adds, activations and normalisation are left out (they are a few FLOPs
+per output element against hundreds or thousands for the products).
+
+Backward passes cost about twice the forward pass: one product for the gradient of the
+weights and one for the gradient of the layer's input. The first layer of a network needs
+no input gradient, so its backward pass costs about the same as its forward pass.
+
+See also the chapter "Parallel compute" (``book/parallel_compute.md``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+__all__ = ["conv2d_flops", "count_flops", "linear_flops", "matmul_flops"]
+
+
+def _positive_ints(**values: int) -> None:
+    for name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValueError(f"{name}={value!r} must be a positive integer")
+
+
+def _pair(name: str, value: int | Sequence[int]) -> tuple[int, int]:
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in pair):
+        raise ValueError(f"{name}={value!r} must be an int or a pair of ints")
+    return pair  # type: ignore[return-value]
+
+
+def _with_backward(forward: int, backward: bool, input_grad: bool) -> int:
+    if not backward:
+        return forward
+    # Weight gradient: one product as large as the forward one; input gradient: another.
+    return forward + forward * (2 if input_grad else 1)
+
+
+def matmul_flops(m: int, k: int, n: int) -> int:
+    """FLOPs of an ``(m × k) @ (k × n)`` matrix product: ``2·m·k·n``.
+
+    Each of the ``m·n`` outputs is a dot product of length ``k``: ``k`` multiplies and ``k``
+    adds (an FMA is two FLOPs).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.matmul_flops(1024, 1024, 1024) / 1e9
+    2.147483648
+    """
+    _positive_ints(m=m, k=k, n=n)
+    return 2 * m * k * n
+
+
+def linear_flops(
+    batch: int,
+    in_features: int,
+    out_features: int,
+    *,
+    backward: bool = False,
+    input_grad: bool = True,
+) -> int:
+    """FLOPs of a fully connected layer (``torch.nn.Linear``) on ``batch`` rows.
+
+    Parameters
+    ----------
+    batch : int
+        Rows of the input: the batch size, times the sequence length for a transformer.
+    in_features, out_features : int
+        The layer's shape.
+    backward : bool
+        Count the backward pass too (the total of forward and backward is returned).
+    input_grad : bool
+        Whether the backward pass computes the input's gradient (every layer but the first).
+
+    Returns
+    -------
+    int
+        ``2·batch·in·out`` for the forward pass; 3× that with a full backward pass, 2× when
+        only the weight gradient is needed. The bias add is not counted.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.linear_flops(32, 1024, 4096)
+    268435456
+    >>> gl.linear_flops(32, 1024, 4096, backward=True) // gl.linear_flops(32, 1024, 4096)
+    3
+    """
+    _positive_ints(batch=batch, in_features=in_features, out_features=out_features)
+    return _with_backward(matmul_flops(batch, in_features, out_features), backward, input_grad)
+
+
+def conv2d_output_size(
+    size: int | Sequence[int],
+    kernel_size: int | Sequence[int],
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+) -> tuple[int, int]:
+    """Height and width of a 2-D convolution's output, as ``torch.nn.Conv2d`` computes them.
+
+    Examples
+    --------
+    >>> conv2d_output_size(224, 7, stride=2, padding=3)
+    (112, 112)
+    """
+    hw, k, s, p, d = (
+        _pair(n, v)
+        for n, v in (
+            ("size", size),
+            ("kernel_size", kernel_size),
+            ("stride", stride),
+            ("padding", padding),
+            ("dilation", dilation),
+        )
+    )
+    out = tuple((hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
+    if min(out) < 1:
+        raise ValueError(f"size={size!r} is too small for kernel_size={kernel_size!r}")
+    return out  # type: ignore[return-value]
+
+
+def conv2d_flops(
+    batch: int,
+    in_channels: int,
+    out_channels: int,
+    kernel_size: int | Sequence[int],
+    input_size: int | Sequence[int],
+    *,
+    stride: int | Sequence[int] = 1,
+    padding: int | Sequence[int] = 0,
+    dilation: int | Sequence[int] = 1,
+    groups: int = 1,
+    backward: bool = False,
+    input_grad: bool = True,
+) -> int:
+    """FLOPs of a 2-D convolution (``torch.nn.Conv2d``) on a batch of images.
+
+    Every output value is a dot product over ``in_channels / groups × kh × kw`` inputs, so
+    the forward pass costs ``2 · batch · out_channels · H_out · W_out · in_channels/groups ·
+    kh · kw``. Libraries run it as a matrix multiply ("im2col"), which is why Tensor Cores
+    speed it up.
+
+    Parameters
+    ----------
+    batch, in_channels, out_channels : int
+        Images per batch and channels in and out.
+    kernel_size, input_size : int or pair of int
+        Filter size and the input's height and width.
+    stride, padding, dilation : int or pair of int
+        As in ``torch.nn.Conv2d``.
+    groups : int
+        As in ``torch.nn.Conv2d``; must divide both channel counts.
+    backward, input_grad : bool
+        As in :func:`linear_flops`.
+
+    Notes
+    -----
+    For ``groups > 1``, torch's ``FlopCounterMode`` counts the weight gradient as if the
+    convolution were ungrouped (``groups`` times the true count); this function does not.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.conv2d_flops(1, 3, 64, 7, 224, stride=2, padding=3) / 1e6  # ResNet-50's stem
+    236.027904
+    """
+    _positive_ints(batch=batch, in_channels=in_channels, out_channels=out_channels, groups=groups)
+    if in_channels % groups or out_channels % groups:
+        raise ValueError(
+            f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
+        )
+    h_out, w_out = conv2d_output_size(input_size, kernel_size, stride, padding, dilation)
+    kh, kw = _pair("kernel_size", kernel_size)
+    forward = 2 * batch * out_channels * h_out * w_out * (in_channels // groups) * kh * kw
+    return _with_backward(forward, backward, input_grad)
+
+
+def count_flops(module_or_fn: Callable, *inputs, backward: bool = False) -> int:
+    """Count the FLOPs PyTorch performs when calling ``module_or_fn(*inputs)``.
+
+    A thin wrapper around :class:`torch.utils.flop_counter.FlopCounterMode`, which counts
+    matrix multiplies and convolutions as the course does (an FMA is two FLOPs).
+
+    Parameters
+    ----------
+    module_or_fn : callable
+        A ``torch.nn.Module`` or any function of tensors.
+    *inputs
+        Its arguments.
+    backward : bool
+        Also run the backward pass of the sum of the outputs and count it. Input gradients
+        are counted only for inputs created with ``requires_grad=True``, as in training.
+
+    Returns
+    -------
+    int
+        Total FLOPs (forward, or forward and backward).
+
+    Examples
+    --------
+    >>> import torch, gpulab as gl
+    >>> layer = torch.nn.Linear(1024, 4096)
+    >>> x = torch.randn(32, 1024, requires_grad=True)
+    >>> gl.count_flops(layer, x) == gl.linear_flops(32, 1024, 4096)
+    True
+    >>> gl.count_flops(layer, x, backward=True) == gl.linear_flops(32, 1024, 4096, backward=True)
+    True
+    """
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    if not callable(module_or_fn):
+        raise TypeError(f"module_or_fn={module_or_fn!r} is not callable; pass a module or function")
+    with FlopCounterMode(display=False) as counter:
+        out = module_or_fn(*inputs)
+        if backward:
+            outputs = out if isinstance(out, (tuple, list)) else (out,)
+            tensors = [o for o in outputs if isinstance(o, torch.Tensor) and o.requires_grad]
+            if not tensors:
+                raise ValueError(
+                    "backward=True needs an output that requires grad: give the module "
+                    "parameters or an input with requires_grad=True"
+                )
+            torch.stack([t.sum() for t in tensors]).sum().backward()
+    return int(counter.get_total_flops())

@@ -1,0 +1,454 @@
+"""The course's standard measurements as one JSON report: ``python -m gpulab bench``.
+
+:func:`run_bench` times, with :func:`gpulab.benchmark`,
+
+* matrix multiplication by dtype: FP32, BF16 and FP16 where the device supports them, and
+  TF32 on GPUs with TF32 Tensor Cores (compute capability 8.0 or later);
+* a device-memory copy (bytes read plus bytes written, per second);
+* on CUDA GPUs, host-to-device and device-to-host transfers from pageable and from pinned
+  host memory;
+* one training step (forward, backward, SGD update) of a small fixed MLP, in samples/s;
+
+and returns a report with the machine's provenance (:func:`gpulab.provenance`) and the
+figures it should be compared with: the registry's datasheet entry for the device where
+there is one, or, for a CPU, the labelled estimate of :func:`gpulab.estimate_cpu_peak`.
+Every report is checked against ``gpulab/data/bench_report.schema.json``
+(:func:`validate_report`). The book's gallery page renders every report in ``results/``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import time
+from collections.abc import Callable
+from importlib import resources
+from pathlib import Path
+
+__all__ = [
+    "SCHEMA_VERSION",
+    "bench_schema",
+    "gallery_table",
+    "load_reports",
+    "plot_reports",
+    "reference_for",
+    "run_bench",
+    "validate_report",
+]
+
+SCHEMA_VERSION = 1
+MLP_WIDTHS = (1024, 1024, 1024, 10)  # the fixed model of the training-step measurement
+MLP_BATCH = 256
+MIN_SAMPLES_FOR_SPREAD = 3  # fewer timing blocks than this give no meaningful IQR
+UNITS = {"matmul": "FLOP/s", "copy": "B/s", "h2d": "B/s", "d2h": "B/s", "train_step": "samples/s"}
+
+# (quick, full) problem sizes per device kind.
+_SIZES = {
+    "cpu": {"matmul_n": (512, 1024), "copy_bytes": (32 * 2**20, 256 * 2**20)},
+    "gpu": {"matmul_n": (4096, 8192), "copy_bytes": (256 * 2**20, 2**30)},
+}
+_TRANSFER_BYTES = (64 * 2**20, 256 * 2**20)
+
+
+# --------------------------------------------------------------------------- schema
+
+
+def bench_schema() -> dict:
+    """The JSON schema every benchmark report must satisfy (kept in ``gpulab/data``)."""
+    text = resources.files("gpulab").joinpath("data/bench_report.schema.json").read_text("utf-8")
+    return json.loads(text)
+
+
+def validate_report(report: dict, source: str = "report") -> None:
+    """Raise ``ValueError`` naming every way ``report`` breaks the schema.
+
+    Parameters
+    ----------
+    report : dict
+        A report as written by :func:`run_bench` (or read from JSON).
+    source : str
+        What to call the report in the message, e.g. its file name.
+
+    Examples
+    --------
+    >>> from gpulab.report import validate_report
+    >>> validate_report({"schema_version": 1})
+    Traceback (most recent call last):
+    ...
+    ValueError: report does not match bench_report.schema.json: \
+(top level): 'provenance' is a required property; (top level): 'notes' is a required \
+property; (top level): 'quick' is a required property; (top level): 'results' is a \
+required property; (top level): 'reference' is a required property
+    """
+    from jsonschema import Draft202012Validator
+
+    validator = Draft202012Validator(bench_schema())
+    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
+    if errors:
+        problems = "; ".join(
+            f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors
+        )
+        raise ValueError(f"{source} does not match bench_report.schema.json: {problems}")
+
+
+# --------------------------------------------------------------------------- reference figures
+
+
+def reference_for(info) -> dict:
+    """The figures to set beside this device's measurements, with where they come from.
+
+    A GPU found in the registry gives its datasheet peaks and memory bandwidth with the
+    source URL; a CPU gets :func:`gpulab.estimate_cpu_peak` (FP32 only), labelled as an
+    estimate; anything else gets ``{"kind": "none"}`` with the reason.
+    """
+    from gpulab.cpu import estimate_cpu_peak
+    from gpulab.specs import get_spec
+
+    if info.kind == "cpu":
+        try:
+            peak = estimate_cpu_peak()
+        except (RuntimeError, ValueError) as exc:
+            return {"kind": "none", "label": f"no CPU estimate: {exc}"}
+        return {
+            "kind": "estimate",
+            "label": "estimate (gl.estimate_cpu_peak), an upper bound",
+            "name": info.cpu_model,
+            "peak_flops": {"fp32": peak.peak_flops},
+            "memory_bandwidth": None,
+            "formula": peak.formula,
+        }
+    name = re.sub(r"^NVIDIA\s+", "", info.name)
+    try:
+        spec = get_spec(name)
+    except KeyError as exc:
+        return {"kind": "none", "label": f"{info.name} is not in the registry ({exc.args[0]})"}
+    return {
+        "kind": "datasheet",
+        "label": "datasheet (gpulab registry)",
+        "name": spec.name,
+        "peak_flops": dict(spec.peak_flops),
+        "memory_bandwidth": spec.memory_bandwidth,
+        "source_url": spec.source_url,
+    }
+
+
+# --------------------------------------------------------------------------- measurements
+
+
+def _entry(name: str, result, work: float, params: dict, dtype: str | None = None) -> dict:
+    return {
+        "name": name,
+        "dtype": dtype,
+        "params": params,
+        "unit": UNITS[name],
+        "value": work / result.median_s,
+        "median_s": result.median_s,
+        "iqr_s": result.iqr_s,
+        "runs": result.runs,
+        "samples": len(result.times_s),
+    }
+
+
+def _dtype_support(torch, device) -> dict[str, str | None]:
+    """For each dtype, None when it can be measured here, else the reason it cannot."""
+    support: dict[str, str | None] = {"fp32": None, "bf16": None, "fp16": None}
+    if device.type == "cuda":
+        major, _ = torch.cuda.get_device_capability(device)
+        support["tf32"] = None if major >= 8 else "TF32 needs compute capability 8.0 or later"
+        if not torch.cuda.is_bf16_supported():
+            support["bf16"] = "this GPU has no BF16 support"
+    for dtype, reason in support.items():
+        if reason is None and dtype != "tf32":
+            try:
+                probe = torch.ones(8, 8, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=device)
+                probe @ probe
+            except (RuntimeError, TypeError) as exc:
+                support[dtype] = f"matmul in {dtype} is not supported here ({exc})"
+    return support
+
+
+_TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
+
+
+def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[list, list]:
+    entries, skipped = [], []
+    for dtype, reason in support.items():
+        if reason:
+            skipped.append({"name": "matmul", "dtype": dtype, "reason": reason})
+            continue
+        a = torch.randn(n, n, device=device, dtype=getattr(torch, _TORCH_DTYPES[dtype]))
+        b = torch.randn_like(a)
+        previous = torch.backends.cuda.matmul.allow_tf32
+        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+        try:
+            result = bench(lambda a=a, b=b: a @ b, f"matmul {dtype}")
+        finally:
+            torch.backends.cuda.matmul.allow_tf32 = previous
+        entries.append(_entry("matmul", result, 2 * n**3, {"n": n}, dtype))
+    return entries, skipped
+
+
+def _copy(torch, device, nbytes: int, bench: Callable) -> dict:
+    src = torch.empty(nbytes // 4, dtype=torch.float32, device=device).uniform_()
+    dst = torch.empty_like(src)
+    result = bench(lambda: dst.copy_(src), "copy")
+    return _entry("copy", result, 2 * nbytes, {"bytes": nbytes, "counted": "read + write"})
+
+
+def _transfers(torch, device, nbytes: int, bench: Callable) -> list[dict]:
+    entries = []
+    on_device = torch.empty(nbytes // 4, dtype=torch.float32, device=device)
+    for memory in ("pageable", "pinned"):
+        host = torch.empty(nbytes // 4, dtype=torch.float32, pin_memory=memory == "pinned")
+        params = {"bytes": nbytes, "host_memory": memory}
+        h2d = bench(lambda h=host: on_device.copy_(h, non_blocking=True), f"h2d {memory}")
+        entries.append(_entry("h2d", h2d, nbytes, params))
+        d2h = bench(lambda h=host: h.copy_(on_device, non_blocking=True), f"d2h {memory}")
+        entries.append(_entry("d2h", d2h, nbytes, params))
+    return entries
+
+
+def _train_step(torch, device, bench: Callable) -> dict:
+    from gpulab.provenance import seed_everything
+
+    seed_everything(0)
+    layers = []
+    for fan_in, fan_out in zip(MLP_WIDTHS[:-1], MLP_WIDTHS[1:], strict=True):
+        layers += [torch.nn.Linear(fan_in, fan_out), torch.nn.ReLU()]
+    model = torch.nn.Sequential(*layers[:-1]).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    x = torch.randn(MLP_BATCH, MLP_WIDTHS[0], device=device)
+    y = torch.randint(0, MLP_WIDTHS[-1], (MLP_BATCH,), device=device)
+    loss_fn = torch.nn.CrossEntropyLoss()
+
+    def step() -> None:
+        optimizer.zero_grad(set_to_none=True)
+        loss_fn(model(x), y).backward()
+        optimizer.step()
+
+    result = bench(step, "train step")
+    model_name = "MLP " + "-".join(map(str, MLP_WIDTHS))
+    params = {"model": model_name, "batch": MLP_BATCH, "optimizer": "SGD"}
+    return _entry("train_step", result, MLP_BATCH, params, "fp32")
+
+
+def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], None] | None = None):
+    """Run the standard measurements on this machine's best device; return the report.
+
+    Parameters
+    ----------
+    quick : bool
+        Smaller problems and shorter timing (about half a minute on a 2-core CPU).
+    notes : str
+        Conditions worth knowing (a shared machine, a laptop on battery, ...).
+    progress : callable, optional
+        Called with the name of each measurement before it starts (e.g. ``print``).
+
+    Returns
+    -------
+    dict
+        The report, already checked with :func:`validate_report`.
+    """
+    import torch
+
+    from gpulab.bench import benchmark, synchronize
+    from gpulab.device import best_device, detect_device
+    from gpulab.provenance import provenance
+
+    if not isinstance(quick, bool):
+        raise ValueError(f"quick={quick!r} must be True or False")
+    info = detect_device()
+    device = best_device()
+    kind = "cpu" if device.type == "cpu" else "gpu"
+    pick = 0 if quick else 1
+    min_run_time = 0.2 if quick else 1.0
+    say = progress or (lambda _: None)
+
+    def bench(fn, label):
+        say(label)
+        min_time = min_run_time
+        if not quick:  # time one call so that slow ones still get enough blocks for an IQR
+            fn()
+            synchronize()
+            start = time.perf_counter()
+            fn()
+            synchronize()
+            min_time = max(
+                min_run_time, 1.2 * MIN_SAMPLES_FOR_SPREAD * (time.perf_counter() - start)
+            )
+        return benchmark(fn, label=label, min_run_time=min_time)
+
+    results, skipped = [], []
+    support = _dtype_support(torch, device)
+    matmuls, skipped_mm = _matmuls(torch, device, _SIZES[kind]["matmul_n"][pick], bench, support)
+    results += matmuls
+    skipped += skipped_mm
+    results.append(_copy(torch, device, _SIZES[kind]["copy_bytes"][pick], bench))
+    if device.type == "cuda":
+        results += _transfers(torch, device, _TRANSFER_BYTES[pick], bench)
+    else:
+        skipped.append({"name": "h2d/d2h", "dtype": None, "reason": "no CUDA GPU here"})
+    results.append(_train_step(torch, device, bench))
+    report = {
+        "schema_version": SCHEMA_VERSION,
+        "provenance": provenance(info),
+        "notes": notes,
+        "quick": quick,
+        "device_type": device.type,
+        "threads": torch.get_num_threads(),
+        "results": results,
+        "skipped": skipped,
+        "reference": reference_for(info),
+    }
+    validate_report(report)
+    return report
+
+
+# --------------------------------------------------------------------------- the gallery
+
+
+def load_reports(folder: str | Path = "results") -> list[dict]:
+    """Every ``*.json`` report in ``folder``, validated, oldest first then by device.
+
+    A report that breaks the schema raises ``ValueError`` naming its file.
+    """
+    folder = Path(folder)
+    if not folder.is_dir():
+        raise FileNotFoundError(f"folder={str(folder)!r} is not a directory of reports")
+    reports = []
+    for path in sorted(folder.glob("*.json")):
+        try:
+            report = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"{path} is not valid JSON: {exc}") from exc
+        validate_report(report, source=str(path))
+        report["_file"] = path.name
+        reports.append(report)
+    return sorted(reports, key=lambda r: (r["provenance"]["date"], r["provenance"]["device"]))
+
+
+def _label(entry: dict) -> str:
+    name = {
+        "matmul": "matmul",
+        "copy": "memory copy",
+        "h2d": "host→device",
+        "d2h": "device→host",
+        "train_step": "training step",
+    }[entry["name"]]
+    if entry["name"] == "matmul":
+        return f"{name} {entry['dtype'].upper()} (n={entry['params']['n']})"
+    if entry["name"] in ("h2d", "d2h"):
+        return f"{name} ({entry['params']['host_memory']})"
+    if entry["name"] == "train_step":
+        return f"{name} ({entry['params']['model']}, batch {entry['params']['batch']})"
+    return f"{name} ({entry['params']['bytes'] / 2**20:.0f} MiB)"
+
+
+def _promised(entry: dict, reference: dict) -> float | None:
+    """The reference figure for one measurement, where the reference has one."""
+    if entry["name"] == "matmul":
+        return (reference.get("peak_flops") or {}).get(entry["dtype"])
+    if entry["name"] == "copy":
+        return reference.get("memory_bandwidth")
+    return None
+
+
+def _human(value: float, unit: str) -> str:
+    if unit == "samples/s":
+        return f"{value:,.0f} samples/s"
+    scale, prefix = (1e12, "T") if value >= 1e12 else (1e9, "G")
+    shown = "FLOP/s" if unit == "FLOP/s" else "B/s"
+    return f"{value / scale:,.3g} {prefix}{shown}"
+
+
+def gallery_table(reports: list[dict]) -> str:
+    """A Markdown table: every measurement of every report beside its reference figure.
+
+    The device and date are given on the first row of each report.
+    """
+    rows = [
+        "| Device, date | Measurement | Measured (median) | Spread (IQR) | Reference "
+        "| Measured / reference |",
+        "|---|---|---|---|---|---|",
+    ]
+    for report in reports:
+        ref = report["reference"]
+        device = report["provenance"]["device"].split(";")[0]
+        for i, entry in enumerate(report["results"]):
+            promised = _promised(entry, ref)
+            spread = (
+                f"{100 * entry['iqr_s'] / entry['median_s']:.0f}%"
+                if entry["samples"] >= MIN_SAMPLES_FOR_SPREAD
+                else f"— ({entry['samples']} sample{'s' if entry['samples'] > 1 else ''})"
+            )
+            if promised:
+                ref_text = f"{_human(promised, entry['unit'])} ({ref['kind']})"
+                ratio = f"{100 * entry['value'] / promised:.0f}%"
+            else:
+                ref_text, ratio = "—", "—"
+            where = f"**{device}**, {report['provenance']['date']}" if i == 0 else ""
+            rows.append(
+                f"| {where} | {_label(entry)} | {_human(entry['value'], entry['unit'])} "
+                f"| {spread} | {ref_text} | {ratio} |"
+            )
+    return "\n".join(rows)
+
+
+def plot_reports(reports: list[dict]):
+    """One panel per report: each rate measured, beside its reference where there is one.
+
+    Measured bars are solid; reference bars are hatched and labelled with their kind
+    (``datasheet`` or ``estimate``), so a promise never reads as a measurement.
+    """
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    from gpulab.plotting import COLORS
+
+    if not reports:
+        raise ValueError("reports=[] is empty: nothing to plot")
+    bars = [sum(e["unit"] != "samples/s" for e in r["results"]) for r in reports]
+    fig, axes = plt.subplots(
+        len(reports),
+        1,
+        figsize=(8, 1.2 + 0.55 * sum(bars) + 0.5 * len(reports)),
+        squeeze=False,
+        layout="constrained",
+        gridspec_kw={"height_ratios": bars},
+    )
+    for ax, report in zip(axes[:, 0], reports, strict=True):
+        ref = report["reference"]
+        rows = [(e, _promised(e, ref)) for e in report["results"] if e["unit"] != "samples/s"]
+        labels = []
+        for i, (entry, promised) in enumerate(rows):
+            scale = 1e9
+            ax.barh(2 * i, entry["value"] / scale, color=COLORS["cpu"], zorder=3)
+            if promised:
+                ax.barh(
+                    2 * i + 0.8,
+                    promised / scale,
+                    color=COLORS["prediction"],
+                    hatch="//",
+                    edgecolor="white",
+                    zorder=3,
+                )
+            labels.append((2 * i + 0.4, _label(entry)))
+        ax.set_yticks([y for y, _ in labels], [text for _, text in labels], fontsize=8)
+        ax.invert_yaxis()
+        ax.set_xscale("log")
+        ax.set_xlabel("GFLOP/s (matmul) or GB/s (copy, transfers)")
+        ax.set_title(
+            f"{report['provenance']['device'].split(';')[0]}, {report['provenance']['date']}",
+            fontsize=9,
+        )
+    handles = [
+        mpl.patches.Patch(color=COLORS["cpu"], label="measured (median)"),
+        mpl.patches.Patch(
+            facecolor=COLORS["prediction"],
+            hatch="//",
+            edgecolor="white",
+            label="reference: datasheet peak or CPU estimate (not measured)",
+        ),
+    ]
+    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
+    return fig

@@ -1,0 +1,93 @@
+"""The hand-counted FLOPs of linear and convolution layers equal PyTorch's FlopCounterMode."""
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+import gpulab as gl
+
+
+def flop_counter(fn) -> int:
+    """FLOPs of fn() as FlopCounterMode counts them, without gpulab in between."""
+    with FlopCounterMode(display=False) as counter:
+        fn()
+    return counter.get_total_flops()
+
+
+@pytest.mark.parametrize("batch, fan_in, fan_out", [(1, 3, 5), (32, 256, 128), (7, 100, 1)])
+def test_linear_forward_and_backward(batch, fan_in, fan_out):
+    layer = torch.nn.Linear(fan_in, fan_out)
+    x = torch.randn(batch, fan_in, requires_grad=True)
+    forward = gl.linear_flops(batch, fan_in, fan_out)
+    assert forward == 2 * batch * fan_in * fan_out == flop_counter(lambda: layer(x))
+    both = gl.linear_flops(batch, fan_in, fan_out, backward=True)
+    assert both == 3 * forward == flop_counter(lambda: layer(x).sum().backward())
+    assert gl.count_flops(layer, x) == forward
+    assert gl.count_flops(layer, x, backward=True) == both
+    first_layer = torch.randn(batch, fan_in)  # no input gradient: weight gradient only
+    assert (
+        gl.count_flops(layer, first_layer, backward=True)
+        == gl.linear_flops(batch, fan_in, fan_out, backward=True, input_grad=False)
+        == 2 * forward
+    )
+
+
+@pytest.mark.parametrize(
+    "cin, cout, k, size, stride, padding, groups",
+    [
+        (3, 16, 3, 32, 1, 1, 1),
+        (3, 64, 7, 64, 2, 3, 1),
+        (8, 8, 3, 15, 2, 0, 1),
+        (16, 32, 1, 9, 1, 0, 1),
+        (8, 16, 3, 12, 1, 1, 2),
+    ],
+)
+def test_conv2d_forward_and_backward(cin, cout, k, size, stride, padding, groups):
+    conv = torch.nn.Conv2d(cin, cout, k, stride=stride, padding=padding, groups=groups)
+    x = torch.randn(2, cin, size, size, requires_grad=True)
+    args = (2, cin, cout, k, size)
+    kwargs = {"stride": stride, "padding": padding, "groups": groups}
+    forward = gl.conv2d_flops(*args, **kwargs)
+    assert forward == flop_counter(lambda: conv(x)) == gl.count_flops(conv, x)
+    both = gl.conv2d_flops(*args, **kwargs, backward=True)
+    counted = flop_counter(lambda: conv(x).sum().backward())
+    # FlopCounterMode (torch 2.x) counts a grouped convolution's weight gradient as if it
+    # were ungrouped, i.e. `groups` times too large; the hand count is the true one.
+    assert both == 3 * forward and counted == (2 + groups) * forward
+    weight_grad_only = gl.conv2d_flops(*args, **kwargs, backward=True, input_grad=False)
+    assert weight_grad_only == 2 * forward
+    assert gl.count_flops(conv, x.detach(), backward=True) == (1 + groups) * forward
+
+
+def test_matmul_and_functions():
+    a, b = torch.randn(64, 32), torch.randn(32, 16)
+    assert gl.count_flops(torch.mm, a, b) == gl.matmul_flops(64, 32, 16) == 2 * 64 * 32 * 16
+    assert gl.count_flops(lambda x: torch.relu(x) + 1, a) == 0  # elementwise work is not counted
+
+
+def test_a_small_cnn_is_the_sum_of_its_layers():
+    net = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 8, 3, padding=1),
+        torch.nn.ReLU(),
+        torch.nn.Flatten(),
+        torch.nn.Linear(8 * 16 * 16, 10),
+    )
+    x = torch.randn(4, 3, 16, 16)
+    by_hand = gl.conv2d_flops(4, 3, 8, 3, 16, padding=1, backward=True, input_grad=False)
+    by_hand += gl.linear_flops(4, 8 * 16 * 16, 10, backward=True)
+    assert gl.count_flops(net, x, backward=True) == by_hand
+
+
+def test_bad_inputs_name_the_parameter():
+    with pytest.raises(ValueError, match="batch=0 must be a positive integer"):
+        gl.linear_flops(0, 1, 1)
+    with pytest.raises(ValueError, match="groups=3 must divide in_channels=4"):
+        gl.conv2d_flops(1, 4, 6, 3, 8, groups=3)
+    with pytest.raises(ValueError, match="size=2 is too small"):
+        gl.conv2d_flops(1, 1, 1, 5, 2)
+    with pytest.raises(ValueError, match="kernel_size="):
+        gl.conv2d_flops(1, 1, 1, (3, 3, 3), 8)
+    with pytest.raises(TypeError, match="not callable"):
+        gl.count_flops(42)
+    with pytest.raises(ValueError, match="backward=True needs an output that requires grad"):
+        gl.count_flops(torch.mm, torch.randn(2, 2), torch.randn(2, 2), backward=True)
