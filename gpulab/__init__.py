@@ -54,6 +54,7 @@ from gpulab.cpu import (
     estimate_cpu_peak,
     measure_memory_bandwidth,
 )
+from gpulab.datasets import SyntheticDataset
 from gpulab.device import DeviceInfo, advice, best_device, detect_device, doctor, in_colab
 from gpulab.energy import (
     ENERGY_METHODS,
@@ -70,9 +71,12 @@ from gpulab.memory import (
     PRECISIONS,
     MemoryEstimate,
     activation_bytes,
+    bytes_per_param,
     estimate_training_memory,
     gpus_that_fit,
     measure_training_memory,
+    memory_calculator,
+    memory_report,
 )
 from gpulab.plotting import (
     COLORS,
@@ -152,6 +156,7 @@ __all__ = [
     "RooflinePoint",
     "StepTime",
     "Stopwatch",
+    "SyntheticDataset",
     "ThreadContext",
     "TrainStats",
     "TrainingPlan",
@@ -168,6 +173,7 @@ __all__ = [
     "best_device",
     "broadcast_time",
     "bus_bandwidth",
+    "bytes_per_param",
     "check",
     "chooser_widget",
     "collective_time",
@@ -202,6 +208,8 @@ __all__ = [
     "measure_energy",
     "measure_memory_bandwidth",
     "measure_training_memory",
+    "memory_calculator",
+    "memory_report",
     "plan_training",
     "plot_measured_vs_predicted",
     "plot_roofline",

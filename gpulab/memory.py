@@ -21,8 +21,10 @@ bf16          2        2         2
 
 SGD keeps no state, SGD with momentum one tensor the size of the weights, Adam and AdamW
 two (first and second moments). The estimate is the memory that lives through a step; a
-real step also allocates short-lived buffers (optimizer temporaries, kernel workspaces),
-so the measured peak is somewhat higher.
+real step also allocates short-lived buffers (optimizer temporaries, gradients of
+activations, kernel workspaces), so the measured peak is usually higher. (It can be a little
+lower when activations dominate and the optimizer keeps no state: backward frees each saved
+activation as it allocates gradients.)
 
 See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 """
@@ -45,6 +47,8 @@ __all__ = [
     "format_bytes",
     "gpus_that_fit",
     "measure_training_memory",
+    "memory_calculator",
+    "memory_report",
 ]
 
 #: Training precisions: ``amp_*`` run the maths in 16 bits but keep fp32 master weights.
@@ -454,3 +458,99 @@ def measure_training_memory(
     if device.type != "cpu":
         raise ValueError(f"device={device.type!r}: peak memory is measured on CUDA or CPU only")
     return held_bytes + _cpu_peak_during(step)
+
+
+def memory_report(estimate: MemoryEstimate, *, headroom: float = 0.9) -> str:
+    """The estimate's table followed by the registry GPUs that hold it.
+
+    Examples
+    --------
+    >>> est = estimate_training_memory(10**9, precision="bf16", optimizer="sgd")
+    >>> print(memory_report(est).splitlines()[-1])
+    Fits in 90% of: Tesla P100 PCIe 16GB, Tesla T4, Tesla K80, ... and 14 more (17 of 17 GPUs)
+    """
+    fitting = gpus_that_fit(estimate, headroom=headroom)
+    total = len([s for s in list_specs("gpu") if s.memory_bytes is not None])
+    if not fitting:
+        where = f"Fits in no registry GPU at {headroom:.0%} of its memory (0 of {total})"
+    else:
+        names = [s.name for s in fitting]
+        shown = ", ".join(names[:3]) + (
+            f", ... and {len(names) - 3} more" if len(names) > 3 else ""
+        )
+        where = f"Fits in {headroom:.0%} of: {shown} ({len(names)} of {total} GPUs)"
+    return f"{estimate}\n{where}"
+
+
+def memory_calculator(
+    *,
+    n_params: int = 110_000_000,
+    batch_size: int = 32,
+    activation_bytes_per_sample: int = 0,
+    precision: str = "amp_bf16",
+    optimizer: str = "adamw",
+):
+    """An ipywidgets calculator: model size, batch, precision, optimizer -> memory and GPUs.
+
+    Activations are ``batch_size * activation_bytes_per_sample``: measure the per-sample
+    figure for your model with :func:`activation_bytes` (the default, 0, leaves them out).
+    The default model size is BERT-base's 110 million parameters. Returns the widget; its output
+    area starts with the report for the initial values, so a static copy of the notebook
+    shows a useful answer. Without ipywidgets, prints that report and returns None.
+    """
+    _check_count("n_params", n_params, allow_zero=False)
+    _check_count("batch_size", batch_size, allow_zero=False)
+    _check_count("activation_bytes_per_sample", activation_bytes_per_sample, allow_zero=True)
+
+    def report(params_m: float, batch: int, act_mib: float, prec: str, opt: str) -> str:
+        est = estimate_training_memory(
+            max(1, round(params_m * 1e6)),
+            precision=prec,
+            optimizer=opt,
+            activations_bytes=round(batch * act_mib * 2**20),
+        )
+        return memory_report(est)
+
+    start = (n_params / 1e6, batch_size, activation_bytes_per_sample / 2**20, precision, optimizer)
+    try:
+        import ipywidgets as w
+    except ImportError:
+        print("ipywidgets is not installed: showing the report for the given values.")
+        print(report(*start))
+        return None
+    style = {"description_width": "11em"}
+    layout = w.Layout(width="34em")
+    controls = [
+        w.FloatLogSlider(
+            value=start[0],
+            base=10,
+            min=0,
+            max=6,
+            description="parameters (M)",
+            style=style,
+            layout=layout,
+        ),
+        w.IntSlider(
+            value=batch_size, min=1, max=4096, description="batch size", style=style, layout=layout
+        ),
+        w.BoundedFloatText(
+            value=start[2],
+            min=0,
+            max=1e6,
+            description="act. MiB/sample",
+            style=style,
+        ),
+        w.Dropdown(options=PRECISIONS, value=precision, description="precision", style=style),
+        w.Dropdown(options=OPTIMIZERS, value=optimizer, description="optimizer", style=style),
+    ]
+    out = w.Output()
+
+    def redraw(_=None):
+        out.clear_output(wait=True)
+        with out:
+            print(report(*(c.value for c in controls)))
+
+    for control in controls:
+        control.observe(redraw, names="value")
+    redraw()
+    return w.VBox([*controls, out])

@@ -92,3 +92,89 @@ def test_activation_bytes_rejects_bad_arguments():
         gl.activation_bytes(nn.Linear(2, 2), torch.randn(1, 2), precision="int8")
     with pytest.raises(ValueError, match="must be a torch.nn.Module"):
         gl.activation_bytes(lambda x: x, torch.randn(1, 2))
+
+
+def _mlp(width, depth=2):
+    layers, d = [], 784
+    for _ in range(depth):
+        layers += [nn.Linear(d, width), nn.ReLU()]
+        d = width
+    return nn.Sequential(*layers, nn.Linear(d, 10))
+
+
+def _cnn():
+    return nn.Sequential(
+        nn.Conv2d(3, 16, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(16, 32, 3, padding=1),
+        nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1),
+        nn.Flatten(),
+        nn.Linear(32, 10),
+    )
+
+
+# (model, input shape, optimizer, precision, allowed error of the estimate below and above the
+# measured peak). The estimate leaves out short-lived buffers (optimizer temporaries, gradients
+# of activations), so it usually falls below; with no optimizer state it can land above,
+# because backward frees activations while it allocates gradients.
+MEASURED_CONFIGS = [
+    pytest.param(lambda: _mlp(512), (64, 784), "adam", "fp32", (0.30, 0.0), id="mlp512-b64-adam"),
+    pytest.param(
+        lambda: _mlp(512), (1024, 784), "adam", "fp32", (0.15, 0.05), id="mlp512-b1024-adam"
+    ),
+    pytest.param(
+        lambda: _mlp(256, 4), (256, 784), "sgd", "fp32", (0.05, 0.25), id="mlp256x4-b256-sgd"
+    ),
+    pytest.param(lambda: _mlp(256), (128, 784), "sgd", "bf16", (0.15, 0.15), id="mlp256-b128-bf16"),
+    pytest.param(_cnn, (16, 3, 32, 32), "sgd_momentum", "fp32", (0.65, 0.0), id="cnn-b16-momentum"),
+]
+
+
+@pytest.mark.parametrize("make, shape, optimizer, precision, band", MEASURED_CONFIGS)
+def test_estimate_against_measured_peak(make, shape, optimizer, precision, band):
+    torch.manual_seed(0)
+    model = make()
+    x = torch.randn(*shape)
+    y = torch.randint(0, 10, (shape[0],))
+    n = sum(p.numel() for p in model.parameters())
+    acts = gl.activation_bytes(model, x, precision=precision)
+    est = gl.estimate_training_memory(
+        n, precision=precision, optimizer=optimizer, activations_bytes=acts
+    )
+    measured = gl.measure_training_memory(model, x, y, precision=precision, optimizer=optimizer)
+    error = est.total_bytes / measured - 1
+    assert -band[0] <= error <= band[1], f"estimate {est.total_bytes}, measured {measured}"
+
+
+def test_measurement_sees_the_batch_grow():
+    torch.manual_seed(0)
+    model = _mlp(256)
+    small, big = (
+        gl.measure_training_memory(
+            model, torch.randn(b, 784), torch.randint(0, 10, (b,)), optimizer="sgd"
+        )
+        for b in (32, 512)
+    )
+    # Saved activations grow by (784 + 256 + 256) floats per sample; with no optimizer
+    # temporaries the peak is in backward and grows with them.
+    assert big - small >= 0.8 * (512 - 32) * (784 + 2 * 256) * 4
+
+
+def test_measure_rejects_bad_arguments():
+    model, x, y = nn.Linear(4, 2), torch.randn(3, 4), torch.tensor([0, 1, 0])
+    with pytest.raises(ValueError, match="optimizer='rmsprop'"):
+        gl.measure_training_memory(model, x, y, optimizer="rmsprop")
+
+
+def test_memory_report_lists_fitting_gpus_and_the_calculator_starts_filled(capsys):
+    est = gl.estimate_training_memory(10**11, precision="amp_bf16")  # 1.6 TB: nothing fits
+    assert "Fits in no registry GPU" in gl.memory_report(est)
+    widget = gl.memory_calculator(n_params=1_000_000, batch_size=8, activation_bytes_per_sample=0)
+    values = [c.value for c in widget.children[:-1]]
+    assert values == [1.0, 8, 0.0, "amp_bf16", "adamw"]
+    # Outside a notebook the output area prints; the first report shows the starting values.
+    shown = capsys.readouterr().out
+    assert "Training memory (amp_bf16, adamw)" in shown and "15.26 MiB" in shown
+    with pytest.raises(ValueError, match="batch_size=0"):
+        gl.memory_calculator(batch_size=0)

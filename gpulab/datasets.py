@@ -1,0 +1,79 @@
+"""A synthetic dataset whose samples can be made slow to load, for input-pipeline experiments.
+
+Real datasets spend time per sample reading files and decoding them; when that is slower
+than the model, the accelerator waits. :class:`SyntheticDataset` makes the delay explicit
+(``load_s`` seconds of waiting per sample, standing in for storage or network latency), so a
+lab can starve the training loop on purpose and then fix it with ``DataLoader`` workers.
+It lives in the package, not in a notebook, so worker processes can import it on every
+platform.
+
+See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
+"""
+
+from __future__ import annotations
+
+import time
+
+__all__ = ["SyntheticDataset"]
+
+
+class SyntheticDataset:
+    """``n`` random samples of ``shape`` with integer labels, the same every time.
+
+    Sample ``i`` is drawn from a generator seeded with ``seed + i``, so any worker process
+    produces the same sample for the same index. The label is a fixed function of the sample
+    (the sign pattern of its first features), so a model can learn it.
+
+    Parameters
+    ----------
+    n : int
+        Number of samples.
+    shape : tuple of int
+        Shape of one input sample.
+    n_classes : int
+        Labels are in ``range(n_classes)``.
+    load_s : float
+        Seconds each ``__getitem__`` waits before returning, simulating slow storage; 0 for
+        none. The wait does not use the CPU, like waiting for a disk or a network.
+    seed : int
+        Base seed.
+
+    Examples
+    --------
+    >>> ds = SyntheticDataset(10, (3, 4), n_classes=5)
+    >>> x, y = ds[2]
+    >>> tuple(x.shape), 0 <= int(y) < 5, len(ds)
+    ((3, 4), True, 10)
+    >>> bool((ds[2][0] == x).all())
+    True
+    """
+
+    def __init__(
+        self, n: int, shape: tuple[int, ...], n_classes: int = 10, load_s: float = 0.0, seed=0
+    ):
+        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+            raise ValueError(f"n={n!r} must be a positive integer")
+        if not shape or any(not isinstance(s, int) or s < 1 for s in shape):
+            raise ValueError(f"shape={shape!r} must be a tuple of positive integers")
+        if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+            raise ValueError(f"n_classes={n_classes!r} must be an integer of at least 2")
+        if not load_s >= 0:
+            raise ValueError(f"load_s={load_s!r} must be zero or a positive number of seconds")
+        self.n, self.shape, self.n_classes = n, tuple(shape), n_classes
+        self.load_s, self.seed = float(load_s), int(seed)
+
+    def __len__(self) -> int:
+        return self.n
+
+    def __getitem__(self, index: int):
+        import torch
+
+        if not 0 <= index < self.n:
+            raise IndexError(f"index={index} is outside range({self.n})")
+        if self.load_s:
+            time.sleep(self.load_s)
+        generator = torch.Generator().manual_seed(self.seed + index)
+        x = torch.randn(self.shape, generator=generator)
+        bits = (x.flatten()[:8] > 0).long()
+        y = int((bits * (2 ** torch.arange(len(bits)))).sum()) % self.n_classes
+        return x, torch.tensor(y)
