@@ -140,3 +140,13 @@ def test_widget_builds_and_shows_the_plan():
     box.children[0].value = "custom"
     box.children[1].value = 50.0
     assert box.children[-1] is not None
+
+
+def test_cnn_activations_come_from_a_real_forward_pass():
+    pytest.importorskip("gpulab.models")
+    small = gl.plan_training("ResNet-50", batch_size=2, image_size=64, devices=["T4"])
+    large = gl.plan_training("ResNet-50", batch_size=6, image_size=64, devices=["T4"])
+    assert "real forward pass" in small.notes[0]
+    per_image = small.memory.activations_bytes / 2
+    assert per_image > 0 and large.memory.activations_bytes == 6 * per_image
+    assert small.flops_per_sample == pytest.approx(6 * 4.09e9 * (64 / 224) ** 2)

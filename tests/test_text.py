@@ -1,0 +1,39 @@
+"""The course's own text, as character tokens with BERT's masking."""
+
+import pytest
+import torch
+
+from gpulab.text import CharVocab, course_text, mask_tokens
+
+
+def test_course_text_reads_the_chapters_or_falls_back_to_the_package(root, tmp_path, monkeypatch):
+    text, source = course_text(root / "book")
+    assert "GPU" in text and "chapter files" in source
+    monkeypatch.chdir(tmp_path)  # no book/ here: the package's own source is used
+    text, source = course_text()
+    assert "def course_text" in text and "gpulab package" in source
+    with pytest.raises(FileNotFoundError, match="book="):
+        course_text(tmp_path)
+
+
+def test_vocab_round_trip_and_unknowns():
+    vocab = CharVocab.build("hello world", min_count=1)
+    assert vocab.size == 3 + len(set("hello world"))
+    assert vocab.decode(vocab.encode("hello")) == "hello"
+    assert vocab.encode("z").tolist() == [vocab.unk_id]
+
+
+def test_masking_follows_bert_proportions():
+    vocab = CharVocab.build("abcdefghij")
+    tokens = vocab.encode("abcdefghij" * 10_000)
+    inputs, targets = mask_tokens(tokens, vocab, generator=torch.Generator().manual_seed(0))
+    chosen = targets != -100
+    assert chosen.float().mean().item() == pytest.approx(0.15, abs=0.01)
+    assert torch.equal(targets[chosen], tokens[chosen])
+    masked = (inputs[chosen] == vocab.mask_id).float().mean().item()
+    kept = (inputs[chosen] == tokens[chosen]).float().mean().item()
+    assert masked == pytest.approx(0.8, abs=0.02)
+    assert kept == pytest.approx(0.1 + 0.1 / vocab.chars.__len__(), abs=0.02)
+    assert torch.equal(inputs[~chosen], tokens[~chosen])
+    with pytest.raises(ValueError, match="rate=1.5"):
+        mask_tokens(tokens, vocab, rate=1.5)
