@@ -10,6 +10,8 @@ GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), and size labs to the 
 solutions (:func:`write_student_copies`), record the standard benchmarks (:func:`run_bench`),
 look up datasheet figures with their sources (:func:`get_spec`), predict
 what a GPU you do not have would do (:func:`predict_time`), and size labs to the machine
+GPUs costs (:func:`allreduce_time`, :func:`dp_step_time`), launch multi-process jobs
+safely (:func:`torchrun`), and size labs to the machine
 (:func:`scale`).
 """
 
@@ -79,6 +81,7 @@ from gpulab.extrapolate import (
 )
 from gpulab.flops import conv2d_flops, count_flops, linear_flops, matmul_flops
 from gpulab.labs import LabInfo, lab_table, list_labs
+from gpulab.launch import DistPlan, LaunchResult, dist_plan, launch_env, torchrun
 from gpulab.memory import (
     OPTIMIZERS,
     PRECISIONS,
@@ -90,6 +93,13 @@ from gpulab.memory import (
     measure_training_memory,
     memory_calculator,
     memory_report,
+)
+from gpulab.parallel import (
+    ShardedMemory,
+    amdahl_speedup,
+    pipeline_bubble,
+    scaling_curve,
+    sharded_memory,
 )
 from gpulab.plotting import (
     COLORS,
@@ -113,6 +123,7 @@ from gpulab.roofline import (
     roofline_readout,
 )
 from gpulab.roofline_widget import roofline_explorer
+from gpulab.scaling_widget import ScalingEstimate, scaling_calculator, scaling_estimate
 from gpulab.simt import Dim3, ThreadContext, launch, thread_map
 from gpulab.sizing import scale
 from gpulab.specs import DTYPES, DeviceSpec, find_spec, get_spec, list_specs
@@ -153,6 +164,7 @@ __all__ = [
     "DeviceOption",
     "DeviceSpec",
     "Dim3",
+    "DistPlan",
     "ENERGY_METHODS",
     "EXAMPLE_PRICES",
     "EnergyMeter",
@@ -160,6 +172,7 @@ __all__ = [
     "IMAGENET_1K_TRAIN_IMAGES",
     "Interconnect",
     "LabInfo",
+    "LaunchResult",
     "MemoryEstimate",
     "NAMED_MODELS",
     "NamedModel",
@@ -168,6 +181,8 @@ __all__ = [
     "PowerAssumption",
     "Prediction",
     "RooflinePoint",
+    "ScalingEstimate",
+    "ShardedMemory",
     "StepTime",
     "Stopwatch",
     "SyntheticDataset",
@@ -182,6 +197,7 @@ __all__ = [
     "allgather_time",
     "allreduce_bytes_per_rank",
     "allreduce_time",
+    "amdahl_speedup",
     "arithmetic_intensity",
     "assumed_power",
     "attainable_flops",
@@ -200,6 +216,7 @@ __all__ = [
     "cpu_model",
     "cpu_watts_per_core",
     "detect_device",
+    "dist_plan",
     "doctor",
     "dp_step_time",
     "eager_cost",
@@ -216,6 +233,7 @@ __all__ = [
     "interconnect",
     "lab_table",
     "launch",
+    "launch_env",
     "linear_flops",
     "list_interconnects",
     "list_labs",
@@ -228,6 +246,7 @@ __all__ = [
     "measure_training_memory",
     "memory_calculator",
     "memory_report",
+    "pipeline_bubble",
     "plan_training",
     "plot_extrapolation",
     "plot_measured_vs_predicted",
@@ -243,8 +262,12 @@ __all__ = [
     "run_bench",
     "run_cost",
     "scale",
+    "scaling_calculator",
+    "scaling_curve",
+    "scaling_estimate",
     "seed_everything",
     "setup_lab",
+    "sharded_memory",
     "student_copy",
     "synchronize",
     "thread_map",
@@ -252,6 +275,7 @@ __all__ = [
     "time_to_train",
     "time_to_train_data_parallel",
     "timer",
+    "torchrun",
     "train",
     "training_dtype",
     "training_flops_per_sample",

@@ -1,0 +1,338 @@
+"""Launch a multi-process PyTorch job with ``torchrun``, with a timeout and a clear verdict.
+
+People run distributed training as ``torchrun --nproc_per_node=N train.py``: torchrun starts
+N copies of the script, gives each its ``RANK``, ``LOCAL_RANK`` and ``WORLD_SIZE``, and
+stops them all when one fails. :func:`torchrun` does exactly that from Python (it runs
+``python -m torch.distributed.run`` in a subprocess), and adds what a notebook needs:
+
+* a wall-clock timeout, after which every process of the job is stopped, so a rank stuck in
+  a collective cannot hang the notebook;
+* one sentence saying what went wrong (which rank failed, with its exception), instead of
+  two screens of tracebacks; the full log stays in the result.
+
+See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["DistPlan", "LaunchResult", "dist_plan", "launch_env", "torchrun"]
+
+
+@dataclass(frozen=True)
+class DistPlan:
+    """How to run a multi-process job on this machine.
+
+    Attributes
+    ----------
+    backend : str
+        ``"nccl"`` (several CUDA GPUs, one process each) or ``"gloo"`` (CPU processes).
+    nproc : int
+        Processes to start on this machine.
+    device : str
+        ``"cuda"`` or ``"cpu"``: where each process computes.
+    reason : str
+        One sentence saying why.
+    """
+
+    backend: str
+    nproc: int
+    device: str
+    reason: str
+
+
+def dist_plan(gpu_count: int | None = None) -> DistPlan:
+    """Choose the backend and the number of processes from the hardware present.
+
+    One process per GPU with NCCL where there are at least two CUDA GPUs; otherwise two
+    CPU processes with gloo (NCCL needs a GPU of its own for every rank, so a single GPU
+    cannot host two NCCL ranks).
+
+    Parameters
+    ----------
+    gpu_count : int, optional
+        Number of CUDA GPUs; default ``torch.cuda.device_count()``.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.dist_plan(gpu_count=0).backend, gl.dist_plan(gpu_count=0).nproc
+    ('gloo', 2)
+    >>> gl.dist_plan(gpu_count=8).nproc
+    8
+    """
+    if gpu_count is None:
+        try:
+            import torch
+
+            gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+        except ImportError:
+            gpu_count = 0
+    if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
+        raise ValueError(f"gpu_count={gpu_count!r} must be a non-negative integer")
+    if gpu_count >= 2:
+        return DistPlan("nccl", gpu_count, "cuda", f"{gpu_count} CUDA GPUs: one NCCL rank each.")
+    why = "One GPU cannot host two NCCL ranks" if gpu_count == 1 else "No CUDA GPU"
+    return DistPlan("gloo", 2, "cpu", f"{why}: two CPU processes with gloo.")
+
+
+def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment for a single-machine job: ``base`` plus what makes gloo reliable.
+
+    Gloo picks the network interface from the host name, which on some sandboxes and
+    containers resolves to an address it cannot use; on Linux the loopback interface ``lo``
+    always works for processes on one machine, so ``GLOO_SOCKET_IFNAME=lo`` is set unless
+    the caller set it. ``MASTER_ADDR`` defaults to ``127.0.0.1`` for the same reason.
+    """
+    env = dict(os.environ if base is None else base)
+    env.setdefault("MASTER_ADDR", "127.0.0.1")
+    if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
+        env.setdefault("GLOO_SOCKET_IFNAME", "lo")
+    env.setdefault("PYTHONUNBUFFERED", "1")  # rank output arrives as it is printed
+    return env
+
+
+@dataclass(frozen=True)
+class LaunchResult:
+    """What a :func:`torchrun` launch did.
+
+    Attributes
+    ----------
+    command : tuple of str
+        The command line that ran.
+    returncode : int or None
+        torchrun's exit code (None when it was stopped at the timeout or could not start).
+    stdout, stderr : str
+        Everything the job printed; each rank's lines start with ``[rank<i>]:``.
+    elapsed_s : float
+        Wall-clock seconds, including starting the processes.
+    timed_out : bool
+        True when the job ran past ``timeout_s`` and was stopped.
+    failed_rank : int or None
+        The rank torchrun named as the first failure ("root cause").
+    message : str
+        One sentence: success, or what went wrong.
+    """
+
+    command: tuple[str, ...]
+    returncode: int | None
+    stdout: str
+    stderr: str
+    elapsed_s: float
+    timed_out: bool
+    failed_rank: int | None
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        """True when every rank finished with exit code 0 in time."""
+        return self.returncode == 0 and not self.timed_out
+
+    def __bool__(self) -> bool:
+        return self.ok
+
+    def __str__(self) -> str:
+        return self.message
+
+    def check(self) -> LaunchResult:
+        """Return self when the job succeeded; otherwise raise ``RuntimeError(message)``."""
+        if not self.ok:
+            raise RuntimeError(self.message)
+        return self
+
+
+_RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s*")
+_ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
+_SOURCE_REF = re.compile(r"\[[^\]]*\.(?:cc|cpp|h|hpp):\d+\]\s*")  # "[.../pair.cc:534] "
+
+
+def _root_cause(stderr: str) -> tuple[int | None, int | None]:
+    """(rank, exit code) of the first failure from torchrun's ChildFailedError report."""
+    block = stderr.split("Root Cause", 1)[-1] if "Root Cause" in stderr else ""
+    rank = re.search(r"rank\s*:\s*(\d+)", block)
+    code = re.search(r"exitcode\s*:\s*(-?\d+)", block)
+    return (int(rank.group(1)) if rank else None, int(code.group(1)) if code else None)
+
+
+def _rank_error(stderr: str, rank: int | None) -> str | None:
+    """The last exception line a rank printed (``ValueError: ...``), if any."""
+    found = None
+    for line in stderr.splitlines():
+        if "ChildFailedError" in line:
+            break  # from here on it is torchrun's own report
+        line_rank = None
+        while match := _RANK_PREFIX.match(line):  # torchrun's prefix, then torch's own
+            line_rank, line = match.group(1), line[match.end() :]
+        match = _ERROR_LINE.match(line.strip())
+        if match and (rank is None or line_rank in (None, str(rank))):
+            found = _SOURCE_REF.sub("", match.group(1)).strip()
+    return found
+
+
+def _tail(text: str, lines: int = 3) -> str:
+    kept = [line for line in text.strip().splitlines() if line.strip()][-lines:]
+    return " | ".join(kept) if kept else "(no output)"
+
+
+def _logged_output(log_dir: Path) -> str:
+    """The ranks' stdout as torchrun logged it (what a killed torchrun had not yet echoed)."""
+    lines = []
+    for log in sorted(log_dir.glob("**/stdout.log")):
+        rank = log.parent.name
+        text = log.read_text(encoding="utf-8", errors="replace")
+        lines += [f"[rank{rank}]:{line}" for line in text.splitlines()]
+    return "\n".join(lines)
+
+
+def _stop(proc: subprocess.Popen) -> tuple[str, str]:
+    """Stop torchrun and every rank it started (they share its process group)."""
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        try:
+            if hasattr(os, "killpg"):
+                os.killpg(proc.pid, sig)
+            else:  # pragma: no cover - Windows
+                proc.kill()
+        except ProcessLookupError:
+            pass
+        try:
+            return proc.communicate(timeout=5)
+        except subprocess.TimeoutExpired:
+            continue
+    return "", ""  # pragma: no cover - SIGKILL always ends it
+
+
+def torchrun(
+    script: str | os.PathLike,
+    nproc: int | None = None,
+    args: Sequence[str] = (),
+    *,
+    timeout_s: float = 120.0,
+    env: dict[str, str] | None = None,
+    cwd: str | os.PathLike | None = None,
+    echo: bool = True,
+) -> LaunchResult:
+    """Run ``torchrun --standalone --nproc_per_node=nproc script args...`` with a timeout.
+
+    Parameters
+    ----------
+    script : path
+        The training script; it reads ``RANK``/``WORLD_SIZE`` from the environment and
+        calls ``torch.distributed.init_process_group`` itself, as under torchrun.
+    nproc : int, optional
+        Processes to start; default :func:`dist_plan`'s choice (one per GPU, or 2 on CPU).
+    args : sequence of str
+        Arguments passed to the script.
+    timeout_s : float
+        Wall-clock limit for the whole job, start-up included. After it every process of
+        the job is stopped and the result says so. Give the script's own collectives a
+        shorter timeout (``init_process_group(timeout=...)``) so a stuck collective fails
+        with a message before this limit.
+    env : dict, optional
+        Extra environment variables for the job (added to :func:`launch_env`).
+    cwd : path, optional
+        Working folder of the job (default the current one).
+    echo : bool
+        Print the ranks' output and the verdict when the job ends.
+
+    Returns
+    -------
+    LaunchResult
+        Never raises for a failed or hung job; call ``.check()`` to turn failure into an
+        exception.
+
+    Raises
+    ------
+    ValueError
+        For a script that does not exist or a bad ``nproc``/``timeout_s``.
+    """
+    path = Path(cwd or ".") / script
+    if not path.is_file():
+        raise ValueError(f"script={str(script)!r} does not exist (looked in {path.parent})")
+    if nproc is None:
+        nproc = dist_plan().nproc
+    if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
+        raise ValueError(f"nproc={nproc!r} must be a positive integer")
+    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ValueError(f"timeout_s={timeout_s!r} must be a positive number of seconds")
+
+    with tempfile.TemporaryDirectory(prefix="gpulab-torchrun-") as log_dir:
+        command = (
+            sys.executable,
+            "-m",
+            "torch.distributed.run",
+            "--standalone",
+            "--nnodes=1",
+            f"--nproc_per_node={nproc}",
+            "--max_restarts=0",
+            "--role=rank",  # each line of rank i's output starts with "[rank<i>]:"
+            "--tee=3",
+            f"--log_dir={log_dir}",
+            str(script),
+            *map(str, args),
+        )
+        start = time.perf_counter()
+        try:
+            proc = subprocess.Popen(
+                command,
+                cwd=cwd,
+                env=launch_env() | dict(env or {}),
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                start_new_session=True,  # its own process group, so a timeout stops every rank
+            )
+        except OSError as err:
+            message = f"could not start torchrun: {err}"
+            return LaunchResult(command, None, "", str(err), 0.0, False, None, message)
+        timed_out = False
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            timed_out = True
+            stdout, stderr = _stop(proc)
+            stdout = stdout or _logged_output(Path(log_dir))
+        elapsed = time.perf_counter() - start
+
+    returncode = None if timed_out else proc.returncode
+    failed_rank, exit_code = _root_cause(stderr)
+    name = Path(script).name
+    if timed_out:
+        message = (
+            f"{name} did not finish within timeout_s={timeout_s:g} s, so all {nproc} processes "
+            f"were stopped. A rank is probably stuck: waiting in a collective that another "
+            f"rank never reaches, or in an endless loop. Last output: {_tail(stdout)}"
+        )
+    elif returncode == 0:
+        message = f"{name}: {nproc} processes finished in {elapsed:.1f} s."
+    elif "No module named torch" in stderr:
+        message = "torchrun needs PyTorch, which is not installed here: pip install torch"
+    else:
+        error = _rank_error(stderr, failed_rank)
+        who = f"rank {failed_rank}" if failed_rank is not None else "a rank"
+        code = f" with code {exit_code}" if exit_code is not None else ""
+        message = f"{name} failed after {elapsed:.1f} s: {who} exited{code}"
+        message += f" ({error})." if error else f". Last output: {_tail(stderr)}"
+        if error and re.search(r"timed out|timeout", error, re.IGNORECASE):
+            message += (
+                " A collective timed out: another rank did not join it in time"
+                " (it crashed, hung, or took a different branch)."
+            )
+        message += " The other ranks were stopped; the full log is in .stdout and .stderr."
+    result = LaunchResult(
+        command, returncode, stdout, stderr, elapsed, timed_out, failed_rank, message
+    )
+    if echo:
+        if stdout.strip():
+            print(stdout.rstrip())
+        print(("OK: " if result.ok else "FAILED: ") + message)
+    return result

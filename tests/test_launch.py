@@ -1,0 +1,135 @@
+"""torchrun launches: a failed or hung rank ends the job in time with one clear sentence."""
+
+import os
+import textwrap
+
+import pytest
+
+import gpulab as gl
+from gpulab.launch import _rank_error, _root_cause
+
+pytest.importorskip("torch.distributed.run")
+
+
+def write(tmp_path, name, body):
+    path = tmp_path / name
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def test_a_healthy_job_reports_each_rank(tmp_path):
+    write(tmp_path, "hello.py", 'import os\nprint("hello from", os.environ["RANK"])\n')
+    result = gl.torchrun("hello.py", 2, cwd=tmp_path, timeout_s=60, echo=False)
+    assert result.ok and result.returncode == 0 and bool(result)
+    assert "[rank0]:hello from 0" in result.stdout and "[rank1]:hello from 1" in result.stdout
+    assert "2 processes finished" in str(result)
+    assert result.check() is result
+
+
+def test_a_failing_rank_gives_one_clear_sentence(tmp_path):
+    write(
+        tmp_path,
+        "fail.py",
+        """
+        import os, time
+        if os.environ["RANK"] == "1":
+            raise ValueError("rank 1 was told to fail")
+        time.sleep(60)  # rank 0 would wait for a long time: torchrun must stop it
+        """,
+    )
+    result = gl.torchrun("fail.py", 2, cwd=tmp_path, timeout_s=50, echo=False)
+    assert not result.ok and not result.timed_out and result.elapsed_s < 50
+    assert result.failed_rank == 1 and result.returncode != 0
+    assert "rank 1 exited with code 1 (ValueError: rank 1 was told to fail)" in result.message
+    with pytest.raises(RuntimeError, match="rank 1 was told to fail"):
+        result.check()
+
+
+def test_a_stuck_collective_times_out_inside_the_job(tmp_path):
+    write(
+        tmp_path,
+        "stuck.py",
+        """
+        import time
+        from datetime import timedelta
+        import torch.distributed as dist
+        dist.init_process_group("gloo", timeout=timedelta(seconds=2))
+        if dist.get_rank() == 1:
+            time.sleep(60)  # never reaches the barrier
+        dist.barrier()
+        """,
+    )
+    result = gl.torchrun("stuck.py", 2, cwd=tmp_path, timeout_s=90, echo=False)
+    assert not result.ok and not result.timed_out
+    assert result.failed_rank == 0
+    assert "timed out" in result.message.lower() and "another rank did not join" in result.message
+
+
+def test_a_hung_rank_is_stopped_at_the_timeout(tmp_path):
+    write(
+        tmp_path,
+        "hang.py",
+        """
+        import os, time
+        with open(f"pid{os.environ['RANK']}", "w") as f:
+            f.write(str(os.getpid()))
+        print("rank", os.environ["RANK"], "is up", flush=True)
+        if os.environ["RANK"] == "1":
+            time.sleep(300)
+        """,
+    )
+    result = gl.torchrun("hang.py", 2, cwd=tmp_path, timeout_s=15, echo=False)
+    assert result.timed_out and result.returncode is None and not result.ok
+    assert result.elapsed_s < 15 + 12
+    assert "did not finish within timeout_s=15 s" in result.message
+    pid = int((tmp_path / "pid1").read_text())
+    with pytest.raises(ProcessLookupError):  # the hung rank was stopped too
+        os.kill(pid, 0)
+
+
+def test_bad_arguments_are_clear_errors(tmp_path):
+    with pytest.raises(ValueError, match="script='nope.py' does not exist"):
+        gl.torchrun("nope.py", 2, cwd=tmp_path)
+    write(tmp_path, "ok.py", "pass\n")
+    with pytest.raises(ValueError, match="nproc=0"):
+        gl.torchrun("ok.py", 0, cwd=tmp_path)
+    with pytest.raises(ValueError, match="timeout_s=-1"):
+        gl.torchrun("ok.py", 2, cwd=tmp_path, timeout_s=-1)
+
+
+def test_the_report_parser_names_the_root_cause():
+    stderr = textwrap.dedent(
+        """\
+        [rank0]:[rank0]: Traceback (most recent call last):
+        [rank0]:[rank0]: RuntimeError: [/x/gloo/transport/tcp/pair.cc:534] Connection closed by peer
+        [rank1]:Traceback (most recent call last):
+        [rank1]:KeyError: 'lr'
+        torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
+        Root Cause (first observed failure):
+        [0]:
+          rank      : 1 (local_rank: 1)
+          exitcode  : 1 (pid: 42)
+        """
+    )
+    assert _root_cause(stderr) == (1, 1)
+    assert _rank_error(stderr, 1) == "KeyError: 'lr'"
+    assert _rank_error(stderr, 0) == "RuntimeError: Connection closed by peer"
+    assert _root_cause("no report") == (None, None)
+
+
+def test_launch_env_keeps_what_the_user_set():
+    env = gl.launch_env({"MASTER_ADDR": "10.0.0.1"})
+    assert env["MASTER_ADDR"] == "10.0.0.1" and env["PYTHONUNBUFFERED"] == "1"
+    assert gl.launch_env({})["MASTER_ADDR"] == "127.0.0.1"
+
+
+@pytest.mark.parametrize(
+    "gpus, backend, nproc, device",
+    [(0, "gloo", 2, "cpu"), (1, "gloo", 2, "cpu"), (2, "nccl", 2, "cuda"), (8, "nccl", 8, "cuda")],
+)
+def test_dist_plan_follows_the_hardware(gpus, backend, nproc, device):
+    plan = gl.dist_plan(gpu_count=gpus)
+    assert (plan.backend, plan.nproc, plan.device) == (backend, nproc, device)
+    assert plan.reason
+    with pytest.raises(ValueError, match="gpu_count=-1"):
+        gl.dist_plan(gpu_count=-1)

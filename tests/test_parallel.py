@@ -1,0 +1,61 @@
+import pytest
+
+import gpulab as gl
+
+
+def test_pipeline_bubble_formula():
+    assert gl.pipeline_bubble(1, 1) == 0  # one stage never waits
+    assert gl.pipeline_bubble(2, 1) == pytest.approx(0.5)
+    assert gl.pipeline_bubble(4, 4) == pytest.approx(3 / 7)
+    # more micro-batches, smaller bubble
+    bubbles = [gl.pipeline_bubble(8, m) for m in (1, 2, 8, 64)]
+    assert bubbles == sorted(bubbles, reverse=True)
+    with pytest.raises(ValueError, match="m=0"):
+        gl.pipeline_bubble(2, 0)
+
+
+def test_amdahl():
+    assert gl.amdahl_speedup(1, 0.3) == pytest.approx(1)
+    assert gl.amdahl_speedup(10**9, 0.1) == pytest.approx(10, rel=1e-6)  # at most 1/s
+    with pytest.raises(ValueError, match="serial_fraction=1.5"):
+        gl.amdahl_speedup(4, 1.5)
+
+
+def test_sharded_memory_stages():
+    # 1M params, FP32 + Adam: 4 + 4 + 8 = 16 bytes each, 4 ranks
+    mem = [gl.sharded_memory(1e6, 4, stage) for stage in range(4)]
+    assert [m.total for m in mem] == pytest.approx([16e6, 10e6, 7e6, 4e6])
+    assert (mem[2].params, mem[2].grads, mem[2].optimizer) == pytest.approx((4e6, 1e6, 2e6))
+    assert gl.sharded_memory(1e6, 1, 3).total == pytest.approx(16e6)  # nothing to shard over
+    with pytest.raises(ValueError, match="stage=4"):
+        gl.sharded_memory(1e6, 4, 4)
+
+
+def test_scaling_curve_is_dp_step_time_per_count():
+    curve = gl.scaling_curve(0.2, 1e8, [1, 2, 4], link="NVLink 3", overlap=0.1)
+    for step, p in zip(curve, [1, 2, 4], strict=True):
+        assert step == gl.dp_step_time(0.2, 1e8, p, link="NVLink 3", overlap=0.1)
+
+
+def test_scaling_estimate_uses_the_registry():
+    est = gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3", tokens_per_gpu=1000, mfu=0.5)
+    # 6 * 1e9 * 1000 FLOPs at half of 312 TFLOP/s
+    assert est.step.compute_s == pytest.approx(6e12 / 156e12)
+    # 2 GB of BF16 gradients, ring over 16 GPUs at 300 GB/s each way
+    assert est.step.comm_s == pytest.approx(2 * 15 / 16 * 2e9 / 300e9)
+    text = est.summary()
+    assert "Prediction for 1B parameters on 16 x A100 80GB SXM4" in text
+    assert "scaling efficiency" in text
+    with pytest.raises(ValueError, match="mfu=1.5"):
+        gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3", mfu=1.5)
+
+
+def test_calculator_starts_with_the_estimate():
+    pytest.importorskip("ipywidgets")
+    box = gl.scaling_calculator(n_params=1e9, gpu="H100 SXM", p=8, link="NVLink 4")
+    out = box.children[-1]
+    text = "".join(o.get("text", "") for o in out.outputs)
+    assert text.strip() == gl.scaling_estimate(1e9, "H100 SXM", 8, "NVLink 4").summary()
+    box.children[2].value = 64  # more GPUs: the output follows
+    text = "".join(o.get("text", "") for o in out.outputs)
+    assert "on 64 x H100 SXM5 80GB" in text
