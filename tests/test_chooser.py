@@ -1,0 +1,152 @@
+"""The GPU chooser's arithmetic, checked by hand, and its rejection of bad inputs."""
+
+import pytest
+
+import gpulab as gl
+
+
+def test_named_models_carry_their_published_sizes_and_sources():
+    assert gl.get_model("ResNet-50").n_params == 25_557_032
+    assert gl.get_model("bert base").n_params == 110_000_000
+    assert gl.get_model("BERT-large").n_params == 340_000_000
+    assert gl.get_model("gpt-3 175b").layers == 96
+    for model in gl.NAMED_MODELS.values():
+        assert "http" in model.source and model.cite
+    with pytest.raises(ValueError, match=r"model='BERT-huge' is not a named model; use one of"):
+        gl.get_model("BERT-huge")
+
+
+def test_korthikanti_activation_formula_by_hand():
+    # BERT-base, batch 8, 16-bit: per layer s*b*h*(34 + 5*a*s/h) bytes.
+    s, b, h, a, L = 512, 8, 768, 12, 12
+    by_hand = L * s * b * h * (34 + 5 * a * s / h)  # = 12 * 512*8*768*74
+    assert by_hand == 12 * 232_783_872
+    got = gl.transformer_activation_bytes(
+        layers=L, hidden=h, heads=a, seq_len=s, batch_size=b, precision="amp_fp16"
+    )
+    assert got == by_hand
+    # fp32: 4-byte values, 1-byte masks: 66*sbh + 9*a*s^2*b.
+    fp32 = gl.transformer_activation_bytes(
+        layers=1, hidden=h, heads=a, seq_len=s, batch_size=b, precision="fp32"
+    )
+    assert fp32 == 66 * s * b * h + 9 * a * s * s * b
+
+
+def test_training_flops_by_hand():
+    resnet = gl.get_model("ResNet-50")
+    assert gl.training_flops_per_sample(resnet) == pytest.approx(3 * 2 * 4.09e9)
+    assert gl.training_flops_per_sample(resnet, image_size=112) == pytest.approx(6 * 4.09e9 / 4)
+    bert = gl.get_model("BERT-base")
+    per_token = 6 * 110e6 + 6 * 12 * 512 * 768
+    assert gl.training_flops_per_sample(bert) == pytest.approx(512 * per_token)
+    assert gl.training_flops_per_sample(10**6, seq_len=10) == 6e7
+
+
+def test_time_and_cost_by_hand():
+    # ResNet-50 x ImageNet-1k (1,281,167 images) for one epoch on an A100, BF16, at 40%.
+    flops = 3 * 2 * 4.09e9 * 1_281_167
+    seconds = gl.epoch_seconds(flops, "A100 80GB", precision="amp_bf16", utilisation=0.4)
+    assert seconds == pytest.approx(flops / (312e12 * 0.4))
+    assert seconds == pytest.approx(251.9, abs=0.1)
+    assert gl.epoch_seconds(1e12, "T4", precision="fp32", utilisation=1.0) == pytest.approx(
+        1e12 / 8.1e12
+    )
+    assert gl.run_cost(3600, price_per_hour=2.5) == 2.5
+    assert gl.run_cost(1800, price_per_hour=3.0, devices=8) == 12.0
+    with pytest.raises(ValueError, match="has no bf16 figure"):
+        gl.epoch_seconds(1e12, "V100", precision="amp_bf16")
+
+
+def test_plan_puts_the_pieces_together():
+    plan = gl.plan_training(
+        "BERT-large", precision="amp_bf16", optimizer="adamw", batch_size=32,
+        samples_per_epoch=1000, utilisation=0.5, price_per_hour=4.0,
+        devices=["T4", "A100 80GB", "V100", "Xeon 8380"],
+    )  # fmt: skip
+    activations = 24 * 512 * 32 * 1024 * (34 + 5 * 16 * 512 / 1024)
+    assert plan.memory.activations_bytes == activations
+    assert plan.memory.total_bytes == 340e6 * 16 + activations  # 4+4+8 bytes per parameter
+    t4, a100, v100, xeon = plan.options
+    assert (t4.fits, a100.fits, xeon.fits) == (False, True, None)
+    expected_s = 1000 * gl.training_flops_per_sample(gl.get_model("BERT-large")) / (312e12 * 0.5)
+    assert a100.epoch_s == pytest.approx(expected_s)
+    assert a100.cost == pytest.approx(expected_s / 3600 * 4.0)
+    assert v100.epoch_s is None and "no bf16 peak" in v100.note
+    assert [o.spec.name for o in plan.fitting()][0] == "A100 80GB SXM4"
+    table = plan.table()
+    assert "| Tesla T4 | 16 | no |" in table and "host RAM" in table
+    assert "PREDICTION" in str(plan)
+
+
+def test_a_bare_parameter_count_needs_its_activations_stated():
+    plan = gl.plan_training(1_000_000_000, precision="bf16", optimizer="sgd", devices=["L4"])
+    assert plan.memory.total_bytes == 4 * 10**9  # 2 + 2 bytes, no optimizer state
+    assert any("pass activations_bytes=" in n for n in plan.notes)
+    assert plan.options[0].fits is True  # 4 GB in 90% of 24 GB
+    assert plan.options[0].cost is None and "enter a price" in plan.table()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"model": -5}, "model=-5 must be a positive integer"),
+        ({"model": 1.5e9}, "model=1500000000.0 must be a named model or a parameter count"),
+        ({"batch_size": 0}, "batch_size=0 must be a positive integer"),
+        ({"batch_size": -8}, "batch_size=-8 must be a positive integer"),
+        ({"seq_len": -1}, "seq_len=-1 must be a positive integer"),
+        ({"image_size": 0}, "image_size=0 must be a positive integer"),
+        ({"samples_per_epoch": 0}, "samples_per_epoch=0 must be a positive integer"),
+        ({"utilisation": 0}, r"utilisation=0 must be a fraction in \(0, 1\]"),
+        ({"utilisation": 1.5}, r"utilisation=1.5 must be a fraction in \(0, 1\]"),
+        ({"price_per_hour": -2.0}, "price_per_hour=-2.0 must be a positive number"),
+        ({"precision": "fp8"}, "precision='fp8' is not known; use one of fp32, amp_bf16"),
+        ({"optimizer": "lion"}, "optimizer='lion' is not known; use one of sgd"),
+        ({"devices": ["RTX 9090"]}, "devices='RTX 9090' is not in the spec registry"),
+        ({"activations_bytes": -1}, "activations_bytes=-1 must be an integer >= 0"),
+    ],
+)
+def test_bad_inputs_are_rejected_with_the_parameter_named(kwargs, message):
+    args = {"model": "BERT-base", **kwargs}
+    with pytest.raises(ValueError, match=message):
+        gl.plan_training(args.pop("model"), **args)
+
+
+def test_arithmetic_helpers_reject_bad_inputs():
+    with pytest.raises(ValueError, match="flops=-1 must be a number of 0 or more"):
+        gl.epoch_seconds(-1, "T4")
+    with pytest.raises(ValueError, match="device='Z1' is not in the spec registry"):
+        gl.epoch_seconds(1.0, "Z1")
+    with pytest.raises(ValueError, match="price_per_hour=0 must be a positive number"):
+        gl.run_cost(10, price_per_hour=0)
+    with pytest.raises(ValueError, match="devices=0 must be a positive integer"):
+        gl.run_cost(10, price_per_hour=1.0, devices=0)
+    with pytest.raises(ValueError, match="batch_size=0 must be a positive integer"):
+        gl.transformer_activation_bytes(
+            layers=1, hidden=8, heads=1, seq_len=4, batch_size=0, precision="fp32"
+        )
+
+
+def test_example_prices_are_derived_from_the_cited_costs():
+    (v100,) = gl.EXAMPLE_PRICES
+    assert (v100.low, v100.high) == (0.74, 2.49)  # $3,751 and $12,571 / 5,056 GPU-hours
+    assert v100.date == "2019" and "1906.02243" in v100.source
+    gl.get_spec(v100.device)  # names a registry entry
+
+
+def test_widget_builds_and_shows_the_plan():
+    pytest.importorskip("ipywidgets")
+    box = gl.chooser_widget("BERT-base", batch_size=0)
+    assert box.children[4].value == 1  # the bounded batch box clamps 0 to 1
+    box.children[0].value = "custom"
+    box.children[1].value = 50.0
+    assert box.children[-1] is not None
+
+
+def test_cnn_activations_come_from_a_real_forward_pass():
+    pytest.importorskip("gpulab.models")
+    small = gl.plan_training("ResNet-50", batch_size=2, image_size=64, devices=["T4"])
+    large = gl.plan_training("ResNet-50", batch_size=6, image_size=64, devices=["T4"])
+    assert "real forward pass" in small.notes[0]
+    per_image = small.memory.activations_bytes / 2
+    assert per_image > 0 and large.memory.activations_bytes == 6 * per_image
+    assert small.flops_per_sample == pytest.approx(6 * 4.09e9 * (64 / 224) ** 2)

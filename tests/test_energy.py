@@ -1,0 +1,175 @@
+"""The energy meter: the TDP estimate on this CPU, and NVML's paths through a fake backend."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import gpulab as gl
+
+
+class FakeNvmlError(Exception):
+    """Like pynvml's NVMLError: the NVML return code is on ``.value``."""
+
+    def __init__(self, value, text="fake NVML error"):
+        super().__init__(text)
+        self.value = value
+
+
+NOT_SUPPORTED, NO_PERMISSION, LIBRARY_NOT_FOUND = 3, 4, 12
+
+
+class FakeNvml:
+    """A stand-in for the pynvml module: a counter in mJ, a power reading in mW."""
+
+    def __init__(self, *, counter=None, power=None, init_error=None, power_fails_after=None):
+        self.counter = counter  # list of successive mJ readings, or an error code
+        self.power = power  # callable t -> mW, or an error code
+        self.init_error = init_error
+        self.power_fails_after = power_fails_after
+        self.power_reads = 0
+        self.shutdowns = 0
+
+    def nvmlInit(self):
+        if self.init_error is not None:
+            raise FakeNvmlError(self.init_error, "NVML Shared Library Not Found")
+
+    def nvmlShutdown(self):
+        self.shutdowns += 1
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        return ("handle", index)
+
+    def nvmlDeviceGetName(self, handle):
+        return b"Fake GPU"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        if isinstance(self.counter, int):
+            raise FakeNvmlError(self.counter, "Not Supported")
+        return self.counter.pop(0)
+
+    def nvmlDeviceGetPowerUsage(self, handle):
+        if isinstance(self.power, int):
+            raise FakeNvmlError(self.power, "Insufficient Permissions")
+        self.power_reads += 1
+        if self.power_fails_after is not None and self.power_reads > self.power_fails_after:
+            raise FakeNvmlError(999, "GPU is lost")
+        return self.power(time.perf_counter())
+
+
+def test_cpu_estimate_is_assumed_power_times_time_and_says_so(capsys):
+    watts_per_core, basis = gl.cpu_watts_per_core()
+    # Registry: Xeon 8380 270 W / 40 cores, EPYC 7763 280 / 64, Xeon 8480+ 350 / 56.
+    assert watts_per_core == pytest.approx(np.median([270 / 40, 280 / 64, 350 / 56]))
+    assert "Xeon Platinum 8380 6.75" in basis
+    with gl.measure_energy("cpu", cores=2) as m:
+        time.sleep(0.05)
+    printed = capsys.readouterr().out
+    assert "ESTIMATE, not a measurement" in printed and "2 cores × 6.25 W/core" in printed
+    assert "exposes no energy counter" in printed
+    assert m.method == "estimate-tdp" and m.is_estimate
+    assert m.seconds >= 0.05
+    assert m.joules == pytest.approx(12.5 * m.seconds)
+    assert m.average_watts == pytest.approx(12.5)
+    assert str(m).startswith("ESTIMATE (rated power × time, not measured): ")
+
+
+def test_estimate_from_a_named_registry_device():
+    assert gl.assumed_power("cpu", spec="Xeon 8380", cores=4).watts == pytest.approx(27.0)
+    assert gl.assumed_power("cpu", spec="Xeon 8380", cores=400).watts == 270.0  # whole socket
+    gpu = gl.assumed_power("cuda", spec="A100 80GB")
+    assert gpu.watts == 400 and "nvidia.com" in gpu.basis
+    with gl.measure_energy("cpu", spec="EPYC 7763", cores=64, verbose=False) as m:
+        pass
+    assert m.average_watts == pytest.approx(280) and m.device_name == "EPYC 7763"
+
+
+def test_energy_counter_is_read_before_and_after():
+    fake = FakeNvml(counter=[1_000_000, 1_250_000])  # mJ
+    with gl.measure_energy("cuda", nvml=fake, verbose=False) as m:
+        time.sleep(0.01)
+    assert m.method == "nvml-energy-counter" and not m.is_estimate
+    assert m.joules == pytest.approx(250.0)
+    assert m.average_watts == pytest.approx(250.0 / m.seconds)
+    assert m.device_name == "Fake GPU" and fake.shutdowns == 1
+    assert str(m).startswith("Measured with NVML (energy counter): 250 J")
+
+
+def test_without_a_counter_power_is_sampled_in_a_thread_and_integrated():
+    fake = FakeNvml(counter=NOT_SUPPORTED, power=lambda t: 150_000)  # 150 W, constant
+    with gl.measure_energy("cuda:0", nvml=fake, interval_s=0.01, verbose=False) as m:
+        time.sleep(0.1)
+    assert m.method == "nvml-power-sampling" and not m.is_estimate
+    assert len(m.samples) >= 4  # first, several in the thread, last
+    assert m.joules == pytest.approx(150.0 * m.seconds)  # trapezoid is exact for a constant
+    assert "does not support read the energy counter" in m.fallback_reasons[0]
+    assert not m._thread.is_alive()
+    assert not [t for t in threading.enumerate() if t.name == "gpulab-power"]
+    assert fake.shutdowns == 1
+
+
+def test_sampled_power_is_integrated_with_the_trapezoid_rule():
+    start = time.perf_counter()
+    fake = FakeNvml(counter=NOT_SUPPORTED, power=lambda t: 1000 * (100 + 500 * (t - start)))
+    with gl.measure_energy("cuda", nvml=fake, interval_s=0.01, verbose=False) as m:
+        time.sleep(0.08)
+    times, watts = np.array(m.samples).T
+    assert m.joules == pytest.approx(np.trapezoid(watts, times))
+    assert watts[-1] > watts[0]  # the ramp was seen
+
+
+def test_nvml_missing_falls_back_to_an_estimate_with_a_sentence(capsys):
+    fake = FakeNvml(init_error=LIBRARY_NOT_FOUND)
+    with gl.measure_energy("cuda", nvml=fake, spec="T4") as m:
+        pass
+    printed = capsys.readouterr().out
+    assert "NVML is not available" in printed and "no NVIDIA driver" in printed
+    assert m.method == "estimate-tdp" and m.average_watts == pytest.approx(70.0)
+
+
+def test_no_permission_falls_back_to_an_estimate_naming_the_reason(capsys):
+    fake = FakeNvml(counter=NO_PERMISSION, power=NO_PERMISSION)
+    with gl.measure_energy("cuda", nvml=fake, spec="L4") as m:
+        pass
+    printed = capsys.readouterr().out
+    assert "no permission" in printed and "ESTIMATE" in printed
+    assert m.is_estimate and m.average_watts == pytest.approx(72.0)
+    assert fake.shutdowns == 1
+
+
+def test_pynvml_not_installed_is_explained(monkeypatch, capsys):
+    monkeypatch.setattr("gpulab.energy._default_nvml", lambda: None)
+    with gl.measure_energy("cuda", spec="V100") as m:
+        pass
+    assert "pip install nvidia-ml-py" in capsys.readouterr().out
+    assert m.is_estimate and m.average_watts == 300
+
+
+def test_unknown_gpu_without_nvml_asks_for_a_spec():
+    fake = FakeNvml(init_error=LIBRARY_NOT_FOUND)
+    with pytest.raises(ValueError, match="pass spec= with the registry name"):
+        with gl.measure_energy("cuda", nvml=fake, verbose=False):
+            pass
+
+
+def test_power_reading_failing_mid_block_is_reported_and_the_thread_stops():
+    fake = FakeNvml(counter=NOT_SUPPORTED, power=lambda t: 100_000, power_fails_after=2)
+    with pytest.raises(RuntimeError, match="NVML failed to read the power draw.*GPU is lost"):
+        with gl.measure_energy("cuda", nvml=fake, interval_s=0.005, verbose=False):
+            time.sleep(0.05)
+    assert not [t for t in threading.enumerate() if t.name == "gpulab-power"]
+    assert fake.shutdowns == 1
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="interval_s=0 must be a positive"):
+        gl.measure_energy("cpu", interval_s=0)
+    with pytest.raises(ValueError, match="device='tpu' is not known"):
+        with gl.measure_energy("tpu", verbose=False):
+            pass
+    with pytest.raises(ValueError, match="cores=0 must be a positive integer"):
+        gl.assumed_power("cpu", cores=0)
+    with pytest.raises(KeyError, match="no device called 'Z9000'"):
+        gl.assumed_power("cuda", spec="Z9000")
+    assert gl.ENERGY_METHODS == ("nvml-energy-counter", "nvml-power-sampling", "estimate-tdp")
