@@ -33,6 +33,8 @@ from importlib import resources
 
 import numpy as np
 
+from gpulab._checks import positive_int
+
 __all__ = [
     "COLLECTIVES",
     "Interconnect",
@@ -196,12 +198,6 @@ def interconnect(name: str) -> Interconnect:
 # --------------------------------------------------------------------------- collectives
 
 
-def _check_positive_int(value, name: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
-    return int(value)
-
-
 def _check_nonnegative(value, name: str) -> float:
     try:
         number = float(value)
@@ -281,7 +277,7 @@ def collective_time(
         Seconds; 0 for ``p == 1``.
     """
     n = _check_nonnegative(n_bytes, "n_bytes")
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     alpha = _check_nonnegative(alpha_s, "alpha_s")
     beta = _check_positive(bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
     a, b = _coefficients(collective, p, algorithm)
@@ -420,7 +416,7 @@ def allreduce_bytes_per_rank(n_bytes: float, p: int) -> float:
     1750.0
     """
     n = _check_nonnegative(n_bytes, "n_bytes")
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     return 2.0 * (p - 1) / p * n
 
 
@@ -480,7 +476,7 @@ def fit_alpha_beta(
     >>> round(alpha * 1e6, 6), round(beta / 1e9, 6)
     (5.0, 20.0)
     """
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     if p < 2:
         raise ValueError(f"p={p!r}: a fit needs a measurement with at least 2 ranks")
     n = np.asarray(n_bytes, dtype=float)
@@ -618,7 +614,7 @@ def dp_step_time(
     """
     compute = _check_positive(compute_s, "compute_s")
     grad = _check_nonnegative(grad_bytes, "grad_bytes")
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     overlap = _check_nonnegative(overlap, "overlap")
     if overlap > 1:
         raise ValueError(f"overlap={overlap!r} must be between 0 and 1")

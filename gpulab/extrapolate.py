@@ -27,6 +27,7 @@ import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from gpulab._checks import positive_int
 from gpulab.specs import DeviceSpec, get_spec
 
 __all__ = [
@@ -57,12 +58,6 @@ def _positive(name: str, value) -> float:
     if not math.isfinite(number) or number <= 0 or isinstance(value, bool):
         raise ValueError(f"{name}={value!r} must be a positive number")
     return number
-
-
-def _positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
-    return value
 
 
 def format_duration(seconds: float) -> str:
@@ -137,8 +132,8 @@ def resnet_training_job(
     '2.830e+18'
     """
     fwd = _positive("forward_flops_per_image", forward_flops_per_image)
-    images = _positive_int("images", images)
-    epochs = _positive_int("epochs", epochs)
+    images = positive_int("images", images)
+    epochs = positive_int("epochs", epochs)
     factor = 1 + _positive("backward_factor", backward_factor)
     name = name or f"ResNet × {images:,} images × {epochs} epochs"
     formula = f"{factor:g} × {fwd / 1e9:.3g} GFLOP forward × {images:,} images × {epochs} epochs"
@@ -306,7 +301,7 @@ def time_to_train(
     (2.0, 'bf16')
     """
     u = _utilisation(utilisation)
-    n_devices = _positive_int("n_devices", n_devices)
+    n_devices = positive_int("n_devices", n_devices)
     spec, dtype, peak = _peak(device, dtype)
     seconds = job.flops / (n_devices * peak * u)
     notes = (f"utilisation {u:.0%} of the {dtype} peak",)
@@ -365,8 +360,8 @@ def time_to_train_data_parallel(
     from gpulab.comms import dp_step_time, interconnect
 
     u = _utilisation(utilisation)
-    n_devices = _positive_int("n_devices", n_devices)
-    steps = _positive_int("steps", steps)
+    n_devices = positive_int("n_devices", n_devices)
+    steps = positive_int("steps", steps)
     spec, dtype, peak = _peak(device, dtype)
     the_link = interconnect(link) if isinstance(link, str) else link
     compute_s = job.flops / steps / (n_devices * peak * u)

@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
+from gpulab._checks import positive_int
+
 __all__ = ["conv2d_flops", "count_flops", "linear_flops", "matmul_flops"]
 
 
 def _positive_ints(**values: int) -> None:
     for name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValueError(f"{name}={value!r} must be a positive integer")
+        positive_int(name, value)
 
 
 def _pair(name: str, value: int | Sequence[int]) -> tuple[int, int]:

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from gpulab._checks import positive_int
+
 __all__ = [
     "BERT_BASE",
     "BasicBlock",
@@ -48,12 +50,6 @@ def count_parameters(model: nn.Module) -> int:
     33
     """
     return sum(p.numel() for p in model.parameters())
-
-
-def _check_positive_int(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
-    return value
 
 
 # --------------------------------------------------------------------------- ResNet
@@ -153,9 +149,9 @@ class ResNet(nn.Module):
             isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in layers
         ):
             raise ValueError(f"layers={layers!r} must be a non-empty sequence of positive ints")
-        _check_positive_int("num_classes", num_classes)
-        _check_positive_int("in_channels", in_channels)
-        _check_positive_int("width", width)
+        positive_int("num_classes", num_classes)
+        positive_int("in_channels", in_channels)
+        positive_int("width", width)
         if small_input:
             self.stem = nn.Sequential(
                 _conv3x3(in_channels, width), nn.BatchNorm2d(width), nn.ReLU(inplace=True)
@@ -280,7 +276,7 @@ class TransformerConfig:
 
     def __post_init__(self):
         for name in ("vocab_size", "hidden", "layers", "heads", "intermediate", "max_positions"):
-            _check_positive_int(name, getattr(self, name))
+            positive_int(name, getattr(self, name))
         if self.hidden % self.heads:
             raise ValueError(f"heads={self.heads} must divide hidden={self.hidden}")
         if self.type_vocab_size < 0:
@@ -458,7 +454,7 @@ class PolicyNet(nn.Module):
     def __init__(self, n_inputs: int, n_actions: int, hidden: int = 64):
         super().__init__()
         for name, value in (("n_inputs", n_inputs), ("n_actions", n_actions), ("hidden", hidden)):
-            _check_positive_int(name, value)
+            positive_int(name, value)
         self.net = nn.Sequential(
             nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, n_actions)
         )

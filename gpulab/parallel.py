@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulab.comms import _as_link, _check_nonnegative, _check_positive_int, dp_step_time
+from gpulab._checks import positive_int
+from gpulab.comms import _as_link, _check_nonnegative, dp_step_time
 
 __all__ = [
     "ShardedMemory",
@@ -38,8 +39,8 @@ def pipeline_bubble(p: int, m: int) -> float:
     >>> gl.pipeline_bubble(2, 1), gl.pipeline_bubble(2, 4), round(gl.pipeline_bubble(4, 32), 4)
     (0.5, 0.2, 0.0857)
     """
-    p = _check_positive_int(p, "p")
-    m = _check_positive_int(m, "m")
+    p = positive_int("p", p)
+    m = positive_int("m", m)
     return (p - 1) / (m + p - 1)
 
 
@@ -53,7 +54,7 @@ def amdahl_speedup(p: int, serial_fraction: float) -> float:
     >>> gl.amdahl_speedup(8, 0.0), round(gl.amdahl_speedup(1024, 0.05), 2)
     (8.0, 19.64)
     """
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     s = _check_nonnegative(serial_fraction, "serial_fraction")
     if s > 1:
         raise ValueError(f"serial_fraction={serial_fraction!r} must be between 0 and 1")
@@ -122,7 +123,7 @@ def sharded_memory(
     [120.0, 31.41, 16.64, 1.88]
     """
     n = _check_nonnegative(n_params, "n_params")
-    p = _check_positive_int(p, "p")
+    p = positive_int("p", p)
     if stage not in (0, 1, 2, 3):
         raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
     sizes = [_check_nonnegative(b, name) for b, name in

@@ -18,6 +18,7 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
+from gpulab._checks import positive_int
 from gpulab.bench import synchronize
 from gpulab.device import best_device
 
@@ -62,11 +63,6 @@ class TrainStats:
     def final_loss(self) -> float:
         """Loss of the last optimizer step (NaN when no step was taken)."""
         return self.losses[-1] if self.losses else math.nan
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise ValueError(f"{name}={value!r} must be a positive integer")
 
 
 def _amp_dtype(amp_dtype):
@@ -200,10 +196,10 @@ def train(
     import torch
     import torch.nn.functional as F
 
-    _check_positive_int("epochs", epochs)
-    _check_positive_int("accumulation_steps", accumulation_steps)
+    positive_int("epochs", epochs)
+    positive_int("accumulation_steps", accumulation_steps)
     if max_steps is not None:
-        _check_positive_int("max_steps", max_steps)
+        positive_int("max_steps", max_steps)
     dtype = _amp_dtype(amp_dtype)
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
