@@ -1,10 +1,42 @@
-"""Argument checks shared by gpulab's modules, so every bad input reads the same way."""
+"""Argument checks shared by gpulab's modules, so every bad input reads the same way.
+
+Every public function of gpulab checks its arguments with these, and every message has
+the same shape: the parameter's name, the value given, and what is allowed, e.g.
+``batch_size=0 must be a positive integer``. They raise ``ValueError`` for a value of the
+right kind but outside what is allowed, and also for a value of the wrong kind (a string
+where a number is needed), so callers catch one exception type.
+
+Numbers: ``bool`` is refused (``True`` is not a batch size), strings are refused even when
+they hold a number (``"8"``), and NaN and infinities are refused unless a check says
+otherwise.
+"""
 
 from __future__ import annotations
 
-from numbers import Integral
+import math
+from collections.abc import Collection
+from numbers import Integral, Real
+from pathlib import Path
 
-__all__ = ["positive_int"]
+__all__ = [
+    "choice",
+    "finite_number",
+    "fraction",
+    "non_negative_int",
+    "non_negative_number",
+    "path",
+    "positive_int",
+    "positive_number",
+    "resolve_spec",
+]
+
+
+def _is_integer(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, Real) and not isinstance(value, bool)
 
 
 def positive_int(name: str, value) -> int:
@@ -19,6 +51,190 @@ def positive_int(name: str, value) -> int:
     ...
     ValueError: batch_size=0 must be a positive integer
     """
-    if isinstance(value, bool) or not isinstance(value, Integral) or value < 1:
+    if not _is_integer(value) or value < 1:
         raise ValueError(f"{name}={value!r} must be a positive integer")
     return int(value)
+
+
+def non_negative_int(name: str, value) -> int:
+    """Return ``value`` as an int of 0 or more.
+
+    Examples
+    --------
+    >>> non_negative_int("warmup", 0)
+    0
+    >>> non_negative_int("warmup", -1)
+    Traceback (most recent call last):
+    ...
+    ValueError: warmup=-1 must be an integer of 0 or more
+    """
+    if not _is_integer(value) or value < 0:
+        raise ValueError(f"{name}={value!r} must be an integer of 0 or more")
+    return int(value)
+
+
+def finite_number(name: str, value) -> float:
+    """Return ``value`` as a float; refuse NaN, infinities, bools and strings.
+
+    Examples
+    --------
+    >>> finite_number("offset", -2)
+    -2.0
+    >>> finite_number("offset", float("nan"))
+    Traceback (most recent call last):
+    ...
+    ValueError: offset=nan must be a finite number
+    """
+    if not _is_real(value) or not math.isfinite(value):
+        raise ValueError(f"{name}={value!r} must be a finite number")
+    return float(value)
+
+
+def positive_number(name: str, value, *, allow_inf: bool = False) -> float:
+    """Return ``value`` as a float above 0 (finite unless ``allow_inf``).
+
+    Examples
+    --------
+    >>> positive_number("seconds", 1.5)
+    1.5
+    >>> positive_number("seconds", "2")
+    Traceback (most recent call last):
+    ...
+    ValueError: seconds='2' must be a positive number
+    """
+    ok = _is_real(value) and value > 0 and (math.isfinite(value) or allow_inf)
+    if not ok:
+        raise ValueError(f"{name}={value!r} must be a positive number")
+    return float(value)
+
+
+def non_negative_number(name: str, value) -> float:
+    """Return ``value`` as a finite float of 0 or more.
+
+    Examples
+    --------
+    >>> non_negative_number("overlap_s", 0)
+    0.0
+    >>> non_negative_number("overlap_s", -0.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: overlap_s=-0.5 must be a finite number of 0 or more
+    """
+    if not _is_real(value) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name}={value!r} must be a finite number of 0 or more")
+    return float(value)
+
+
+def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = True) -> float:
+    """Return ``value`` as a float between 0 and 1; the ends are allowed unless said otherwise.
+
+    Examples
+    --------
+    >>> fraction("overlap", 0.25)
+    0.25
+    >>> fraction("utilisation", 0, allow_zero=False)
+    Traceback (most recent call last):
+    ...
+    ValueError: utilisation=0 must be a fraction above 0 and at most 1
+    """
+    ok = _is_real(value) and math.isfinite(value)
+    ok = ok and (value >= 0 if allow_zero else value > 0)
+    ok = ok and (value <= 1 if allow_one else value < 1)
+    if not ok:
+        low = "from 0" if allow_zero else "above 0"
+        high = "to 1" if allow_one and allow_zero else ("and at most 1" if allow_one else "")
+        if not allow_one:
+            high = "and below 1"
+        raise ValueError(f"{name}={value!r} must be a fraction {low} {high}")
+    return float(value)
+
+
+def choice(name: str, value, allowed: Collection):
+    """Return ``value`` if it is one of ``allowed``; otherwise say what is.
+
+    Examples
+    --------
+    >>> choice("precision", "bf16", ("fp32", "bf16"))
+    'bf16'
+    >>> choice("precision", "fp64", ("fp32", "bf16"))
+    Traceback (most recent call last):
+    ...
+    ValueError: precision='fp64' is not known; use one of 'fp32', 'bf16'
+    """
+    allowed = tuple(allowed)
+
+    def same(a) -> bool:
+        try:
+            return isinstance(value, bool) == isinstance(a, bool) and bool(value == a)
+        except (TypeError, ValueError):  # e.g. an array compared with a string
+            return False
+
+    if not any(same(a) for a in allowed):
+        raise ValueError(
+            f"{name}={value!r} is not known; use one of {', '.join(map(repr, allowed))}"
+        )
+    return value
+
+
+def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):
+    """A registry entry from a :class:`~gpulab.specs.DeviceSpec` or a forgiving name.
+
+    Unknown or ambiguous names raise ``ValueError`` naming the parameter and listing the
+    close registry names; ``kinds`` (e.g. ``("gpu",)``) restricts what is accepted.
+
+    Examples
+    --------
+    >>> resolve_spec("spec", "t4").name
+    'Tesla T4'
+    >>> resolve_spec("spec", "Z9000")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: spec='Z9000': no device called 'Z9000' in the registry; close names: ...
+    """
+    from gpulab.specs import DeviceSpec, get_spec
+
+    if isinstance(value, DeviceSpec):
+        spec = value
+    elif isinstance(value, str):
+        try:
+            spec = get_spec(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}={value!r}: {exc}") from None
+    else:
+        raise ValueError(
+            f"{name}={value!r} must be a registry name such as 'A100 80GB' or a DeviceSpec "
+            "(gl.list_specs() lists them)"
+        )
+    if kinds is not None and spec.kind not in kinds:
+        raise ValueError(
+            f"{name}={value!r} is a {spec.kind.upper()} ({spec.name}); "
+            f"this needs a {' or '.join(k.upper() for k in kinds)}"
+        )
+    return spec
+
+
+def path(name: str, value, *, must_exist: bool = False, kind: str | None = None) -> Path:
+    """Return ``value`` (a ``str`` or path-like) as a :class:`~pathlib.Path`.
+
+    ``must_exist`` refuses a path that is not there; ``kind`` of ``"file"`` or ``"dir"``
+    also requires that kind of thing.
+
+    Examples
+    --------
+    >>> path("out", "results/x.json").name
+    'x.json'
+    >>> path("folder", 3)
+    Traceback (most recent call last):
+    ...
+    ValueError: folder=3 must be a path (a str or pathlib.Path)
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, Path)) or value == "":
+        raise ValueError(f"{name}={value!r} must be a path (a str or pathlib.Path)")
+    result = Path(value)
+    if kind == "dir" and not result.is_dir():
+        raise ValueError(f"{name}={str(value)!r} is not a directory")
+    if kind == "file" and not result.is_file():
+        raise ValueError(f"{name}={str(value)!r} is not a file")
+    if must_exist and not result.exists():
+        raise ValueError(f"{name}={str(value)!r} does not exist")
+    return result

@@ -300,7 +300,7 @@ def _spec(device: DeviceSpec | str, parameter: str = "device") -> DeviceSpec:
         return device
     try:
         return get_spec(device)
-    except KeyError as exc:
+    except ValueError as exc:
         raise ValueError(
             f"{parameter}={device!r} is not in the spec registry: {exc.args[0]} "
             "(python -m gpulab specs lists them)"

@@ -372,7 +372,7 @@ class EnergyMeter:
         while words:  # drop trailing words ("HBM3", "PCIe") until one entry fits
             try:
                 return get_spec(" ".join(words)).name
-            except KeyError:
+            except ValueError:
                 words.pop()
         return None
 

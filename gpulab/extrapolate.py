@@ -24,18 +24,17 @@ See also the case-study chapters (``book/case_resnet.md``, ``book/case_bert.md``
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
 from gpulab._checks import positive_int
 from gpulab.specs import DeviceSpec, get_spec
+from gpulab.units import format_duration
 
 __all__ = [
     "IMAGENET_1K_TRAIN_IMAGES",
     "TimeToTrain",
     "TrainingJob",
-    "eager_cost",
-    "format_duration",
     "plot_extrapolation",
     "resnet_training_job",
     "time_to_train",
@@ -58,28 +57,6 @@ def _positive(name: str, value) -> float:
     if not math.isfinite(number) or number <= 0 or isinstance(value, bool):
         raise ValueError(f"{name}={value!r} must be a positive number")
     return number
-
-
-def format_duration(seconds: float) -> str:
-    """A duration in the unit a person would say: seconds, minutes, hours, days or years.
-
-    Examples
-    --------
-    >>> [format_duration(s) for s in (42, 810, 7200, 3 * 86400, 2 * 365.25 * 86400)]
-    ['42 s', '13.5 min', '2.0 h', '3.0 days', '2.0 years']
-    """
-    seconds = float(seconds)
-    if not math.isfinite(seconds) or seconds < 0:
-        raise ValueError(f"seconds={seconds!r} must be a finite number of 0 or more")
-    if seconds < 100:
-        return f"{seconds:.3g} s"
-    if seconds < 100 * _MINUTE:
-        return f"{seconds / _MINUTE:.1f} min"
-    if seconds < 48 * _HOUR:
-        return f"{seconds / _HOUR:.1f} h"
-    if seconds < _YEAR:
-        return f"{seconds / _DAY:.1f} days"
-    return f"{seconds / _YEAR:.1f} years"
 
 
 @dataclass(frozen=True)
@@ -385,44 +362,6 @@ def time_to_train_data_parallel(
         comm_fraction=step.exposed_comm_s / step.total_s,
         assumptions=notes + tuple(assumptions),
     )
-
-
-def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
-    """FLOPs and bytes of memory traffic of one eager run of ``fn``.
-
-    FLOPs come from :class:`torch.utils.flop_counter.FlopCounterMode` (matrix multiplies
-    and convolutions only). Bytes are the sizes of every operator's tensor inputs and
-    outputs: what eager PyTorch reads and writes when no two operators are fused, the
-    traffic a roofline prediction (:func:`gpulab.predict_time`) needs.
-
-    Examples
-    --------
-    >>> import torch
-    >>> a, b = torch.ones(64, 64), torch.ones(64, 64)
-    >>> eager_cost(lambda: a @ b)   # 2·64³ FLOPs; read two 16 KiB matrices, write one
-    (524288.0, 49152.0)
-    """
-    import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
-    from torch.utils._pytree import tree_flatten
-    from torch.utils.flop_counter import FlopCounterMode
-
-    class _Traffic(TorchDispatchMode):
-        def __init__(self):
-            super().__init__()
-            self.bytes = 0
-
-        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
-            out = func(*args, **(kwargs or {}))
-            flat, _ = tree_flatten((args, kwargs or {}, out))
-            self.bytes += sum(
-                t.numel() * t.element_size() for t in flat if isinstance(t, torch.Tensor)
-            )
-            return out
-
-    with FlopCounterMode(display=False) as flops, _Traffic() as traffic:
-        fn()
-    return float(flops.get_total_flops()), float(traffic.bytes)
 
 
 def plot_extrapolation(

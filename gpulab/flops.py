@@ -18,7 +18,7 @@ from collections.abc import Callable, Sequence
 
 from gpulab._checks import positive_int
 
-__all__ = ["conv2d_flops", "count_flops", "linear_flops", "matmul_flops"]
+__all__ = ["conv2d_flops", "count_flops", "eager_cost", "linear_flops", "matmul_flops"]
 
 
 def _positive_ints(**values: int) -> None:
@@ -229,3 +229,41 @@ def count_flops(module_or_fn: Callable, *inputs, backward: bool = False) -> int:
                 )
             torch.stack([t.sum() for t in tensors]).sum().backward()
     return int(counter.get_total_flops())
+
+
+def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
+    """FLOPs and bytes of memory traffic of one eager run of ``fn``.
+
+    FLOPs come from :class:`torch.utils.flop_counter.FlopCounterMode` (matrix multiplies
+    and convolutions only). Bytes are the sizes of every operator's tensor inputs and
+    outputs: what eager PyTorch reads and writes when no two operators are fused, the
+    traffic a roofline prediction (:func:`gpulab.predict_time`) needs.
+
+    Examples
+    --------
+    >>> import torch
+    >>> a, b = torch.ones(64, 64), torch.ones(64, 64)
+    >>> eager_cost(lambda: a @ b)   # 2·64³ FLOPs; read two 16 KiB matrices, write one
+    (524288.0, 49152.0)
+    """
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+    from torch.utils._pytree import tree_flatten
+    from torch.utils.flop_counter import FlopCounterMode
+
+    class _Traffic(TorchDispatchMode):
+        def __init__(self):
+            super().__init__()
+            self.bytes = 0
+
+        def __torch_dispatch__(self, func, types, args=(), kwargs=None):
+            out = func(*args, **(kwargs or {}))
+            flat, _ = tree_flatten((args, kwargs or {}, out))
+            self.bytes += sum(
+                t.numel() * t.element_size() for t in flat if isinstance(t, torch.Tensor)
+            )
+            return out
+
+    with FlopCounterMode(display=False) as flops, _Traffic() as traffic:
+        fn()
+    return float(flops.get_total_flops()), float(traffic.bytes)

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from contextlib import contextmanager
 
 import matplotlib as mpl
-import matplotlib.pyplot as plt
+import matplotlib.patches
 
 from gpulab.specs import DeviceSpec, list_specs
 
@@ -84,7 +84,10 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
     matplotlib Axes
     """
     specs = list_specs() if specs is None else specs
-    ax = ax or plt.subplots()[1]
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.subplots()[1]
     scale, unit = (1e9, "GB/s") if which == "bandwidth" else (1e12, "TFLOP/s")
     for kind in ("cpu", "gpu", "tpu"):
         points = [(s, _peak_for(s, which)) for s in specs if s.kind == kind]
@@ -144,7 +147,10 @@ def plot_measured_vs_predicted(
     """
     if not len(labels) == len(values) == len(predicted):
         raise ValueError("labels, values and predicted must have the same length")
-    ax = ax or plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))[1]
+    if ax is None:
+        import matplotlib.pyplot as plt
+
+        ax = plt.subplots(figsize=(7, 0.45 * len(labels) + 1.2))[1]
     for i, (value, is_pred) in enumerate(zip(values, predicted, strict=True)):
         ax.barh(
             i,

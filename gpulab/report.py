@@ -23,14 +23,10 @@ import re
 import time
 from collections.abc import Callable
 from importlib import resources
-from pathlib import Path
 
 __all__ = [
     "SCHEMA_VERSION",
     "bench_schema",
-    "gallery_table",
-    "load_reports",
-    "plot_reports",
     "reference_for",
     "run_bench",
     "validate_report",
@@ -120,7 +116,7 @@ def reference_for(info) -> dict:
     name = re.sub(r"^NVIDIA\s+", "", info.name)
     try:
         spec = get_spec(name)
-    except KeyError as exc:
+    except ValueError as exc:
         return {"kind": "none", "label": f"{info.name} is not in the registry ({exc.args[0]})"}
     return {
         "kind": "datasheet",
@@ -247,7 +243,7 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     Returns
     -------
     dict
-        The report, already checked with :func:`validate_report`.
+        The report, checked with :func:`validate_report` where ``jsonschema`` is installed.
     """
     import torch
 
@@ -300,155 +296,15 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
         "skipped": skipped,
         "reference": reference_for(info),
     }
-    validate_report(report)
+    if _have_jsonschema():
+        validate_report(report)
     return report
 
 
-# --------------------------------------------------------------------------- the gallery
-
-
-def load_reports(folder: str | Path = "results") -> list[dict]:
-    """Every ``*.json`` report in ``folder``, validated, oldest first then by device.
-
-    A report that breaks the schema raises ``ValueError`` naming its file.
-    """
-    folder = Path(folder)
-    if not folder.is_dir():
-        raise FileNotFoundError(f"folder={str(folder)!r} is not a directory of reports")
-    reports = []
-    for path in sorted(folder.glob("*.json")):
-        try:
-            report = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path} is not valid JSON: {exc}") from exc
-        validate_report(report, source=str(path))
-        report["_file"] = path.name
-        reports.append(report)
-    return sorted(reports, key=lambda r: (r["provenance"]["date"], r["provenance"]["device"]))
-
-
-def _label(entry: dict) -> str:
-    name = {
-        "matmul": "matmul",
-        "copy": "memory copy",
-        "h2d": "host→device",
-        "d2h": "device→host",
-        "train_step": "training step",
-    }[entry["name"]]
-    if entry["name"] == "matmul":
-        return f"{name} {entry['dtype'].upper()} (n={entry['params']['n']})"
-    if entry["name"] in ("h2d", "d2h"):
-        return f"{name} ({entry['params']['host_memory']})"
-    if entry["name"] == "train_step":
-        return f"{name} ({entry['params']['model']}, batch {entry['params']['batch']})"
-    return f"{name} ({entry['params']['bytes'] / 2**20:.0f} MiB)"
-
-
-def _promised(entry: dict, reference: dict) -> float | None:
-    """The reference figure for one measurement, where the reference has one."""
-    if entry["name"] == "matmul":
-        return (reference.get("peak_flops") or {}).get(entry["dtype"])
-    if entry["name"] == "copy":
-        return reference.get("memory_bandwidth")
-    return None
-
-
-def _human(value: float, unit: str) -> str:
-    if unit == "samples/s":
-        return f"{value:,.0f} samples/s"
-    scale, prefix = (1e12, "T") if value >= 1e12 else (1e9, "G")
-    shown = "FLOP/s" if unit == "FLOP/s" else "B/s"
-    return f"{value / scale:,.3g} {prefix}{shown}"
-
-
-def gallery_table(reports: list[dict]) -> str:
-    """A Markdown table: every measurement of every report beside its reference figure.
-
-    The device and date are given on the first row of each report.
-    """
-    rows = [
-        "| Device, date | Measurement | Measured (median) | Spread (IQR) | Reference "
-        "| Measured / reference |",
-        "|---|---|---|---|---|---|",
-    ]
-    for report in reports:
-        ref = report["reference"]
-        device = report["provenance"]["device"].split(";")[0]
-        for i, entry in enumerate(report["results"]):
-            promised = _promised(entry, ref)
-            spread = (
-                f"{100 * entry['iqr_s'] / entry['median_s']:.0f}%"
-                if entry["samples"] >= MIN_SAMPLES_FOR_SPREAD
-                else f"— ({entry['samples']} sample{'s' if entry['samples'] > 1 else ''})"
-            )
-            if promised:
-                ref_text = f"{_human(promised, entry['unit'])} ({ref['kind']})"
-                ratio = f"{100 * entry['value'] / promised:.0f}%"
-            else:
-                ref_text, ratio = "—", "—"
-            where = f"**{device}**, {report['provenance']['date']}" if i == 0 else ""
-            rows.append(
-                f"| {where} | {_label(entry)} | {_human(entry['value'], entry['unit'])} "
-                f"| {spread} | {ref_text} | {ratio} |"
-            )
-    return "\n".join(rows)
-
-
-def plot_reports(reports: list[dict]):
-    """One panel per report: each rate measured, beside its reference where there is one.
-
-    Measured bars are solid; reference bars are hatched and labelled with their kind
-    (``datasheet`` or ``estimate``), so a promise never reads as a measurement.
-    """
-    import matplotlib as mpl
-    import matplotlib.pyplot as plt
-
-    from gpulab.plotting import COLORS
-
-    if not reports:
-        raise ValueError("reports=[] is empty: nothing to plot")
-    bars = [sum(e["unit"] != "samples/s" for e in r["results"]) for r in reports]
-    fig, axes = plt.subplots(
-        len(reports),
-        1,
-        figsize=(8, 1.2 + 0.55 * sum(bars) + 0.5 * len(reports)),
-        squeeze=False,
-        layout="constrained",
-        gridspec_kw={"height_ratios": bars},
-    )
-    for ax, report in zip(axes[:, 0], reports, strict=True):
-        ref = report["reference"]
-        rows = [(e, _promised(e, ref)) for e in report["results"] if e["unit"] != "samples/s"]
-        labels = []
-        for i, (entry, promised) in enumerate(rows):
-            scale = 1e9
-            ax.barh(2 * i, entry["value"] / scale, color=COLORS["cpu"], zorder=3)
-            if promised:
-                ax.barh(
-                    2 * i + 0.8,
-                    promised / scale,
-                    color=COLORS["prediction"],
-                    hatch="//",
-                    edgecolor="white",
-                    zorder=3,
-                )
-            labels.append((2 * i + 0.4, _label(entry)))
-        ax.set_yticks([y for y, _ in labels], [text for _, text in labels], fontsize=8)
-        ax.invert_yaxis()
-        ax.set_xscale("log")
-        ax.set_xlabel("GFLOP/s (matmul) or GB/s (copy, transfers)")
-        ax.set_title(
-            f"{report['provenance']['device'].split(';')[0]}, {report['provenance']['date']}",
-            fontsize=9,
-        )
-    handles = [
-        mpl.patches.Patch(color=COLORS["cpu"], label="measured (median)"),
-        mpl.patches.Patch(
-            facecolor=COLORS["prediction"],
-            hatch="//",
-            edgecolor="white",
-            label="reference: datasheet peak or CPU estimate (not measured)",
-        ),
-    ]
-    fig.legend(handles=handles, loc="outside lower center", ncol=2, fontsize=8)
-    return fig
+def _have_jsonschema() -> bool:
+    """Whether the schema checker is installed (it comes with ``gpulab[course]``)."""
+    try:
+        import jsonschema  # noqa: F401
+    except ImportError:
+        return False
+    return True

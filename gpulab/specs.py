@@ -218,7 +218,7 @@ def get_spec(name: str) -> DeviceSpec:
 
     Raises
     ------
-    KeyError
+    ValueError
         If no entry or more than one entry fits, with the close names listed.
 
     Examples
@@ -233,7 +233,7 @@ def get_spec(name: str) -> DeviceSpec:
     list_specs : every entry.
     """
     if not isinstance(name, str) or not name.strip():
-        raise KeyError(f"name={name!r}: give a device name such as 'A100 80GB' or 'T4'")
+        raise ValueError(f"name={name!r}: give a device name such as 'A100 80GB' or 'T4'")
     specs = _registry()
     wanted = "".join(_tokens(name))
     exact = [s for s in specs if "".join(_tokens(s.name)) == wanted]
@@ -244,10 +244,10 @@ def get_spec(name: str) -> DeviceSpec:
         return hits[0]
     if len(hits) > 1:
         names = ", ".join(repr(s.name) for s in hits)
-        raise KeyError(f"name={name!r} fits several devices: {names}; say which one")
+        raise ValueError(f"name={name!r} fits several devices: {names}; say which one")
     close = difflib.get_close_matches(name, [s.name for s in specs], n=5, cutoff=0.3)
     hint = ", ".join(repr(c) for c in close) if close else "see gl.list_specs()"
-    raise KeyError(f"no device called {name!r} in the registry; close names: {hint}")
+    raise ValueError(f"no device called {name!r} in the registry; close names: {hint}")
 
 
 def find_spec(device_name: str) -> DeviceSpec | None:
@@ -278,6 +278,6 @@ def find_spec(device_name: str) -> DeviceSpec | None:
     while words:
         try:
             return get_spec(" ".join(words))
-        except KeyError:
+        except ValueError:
             words.pop()
     return None

@@ -11,7 +11,8 @@ import pytest
 import yaml
 
 import gpulab as gl
-from gpulab.exercises import chapter_exercises
+from gpulab import course
+from gpulab.course.exercises import chapter_exercises
 
 NON_CHAPTER_PARTS = {"For instructors", "Reference", "Results"}
 MIN_EXERCISES = 3
@@ -49,7 +50,7 @@ def glossary_entries(root) -> dict[str, str]:
 def test_chapters_are_found_and_every_lab_belongs_to_one(root):
     found = chapters(root)
     assert "book/gpu_basics" in found
-    for lab in gl.list_labs(root / "notebooks"):
+    for lab in course.list_labs(root / "notebooks"):
         assert lab.chapter in found, f"{lab.path.name}: chapter {lab.chapter} is not in the toc"
 
 

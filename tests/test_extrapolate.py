@@ -10,7 +10,6 @@ import torch  # noqa: E402
 
 from gpulab.extrapolate import (  # noqa: E402
     TrainingJob,
-    eager_cost,
     format_duration,
     plot_extrapolation,
     resnet_training_job,
@@ -120,6 +119,8 @@ def test_format_duration():
 
 
 def test_eager_cost_counts_flops_and_traffic():
+    from gpulab.flops import eager_cost
+
     x = torch.ones(1000)
     flops, nbytes = eager_cost(lambda: x + x)
     assert flops == 0 and nbytes == 3 * 4000  # two reads and one write of 4 kB

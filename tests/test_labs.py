@@ -7,7 +7,8 @@ import pytest
 import yaml
 
 import gpulab as gl
-from gpulab.labs import setup_cell_source, stamp_setup_cells
+from gpulab import course
+from gpulab.course.labs import setup_cell_source, stamp_setup_cells
 
 LAB_GLOB = "notebooks/*.ipynb"
 
@@ -19,7 +20,7 @@ def labs(root):
 
 
 def test_every_lab_has_metadata_with_a_recorded_cpu_run(root):
-    for lab in gl.list_labs(root / "notebooks"):
+    for lab in course.list_labs(root / "notebooks"):
         assert lab.title and lab.needs and (root / f"{lab.chapter}.md").is_file(), lab.path
         assert 0 < lab.run_time_s["cpu"] < 90, f"{lab.path}: CPU run should stay near a minute"
         assert lab.recorded["cpu"]["kind"] == "cpu"
@@ -76,11 +77,11 @@ def test_stamp_rewrites_setup_cells_from_config(tmp_path, root):
 
 
 def test_lab_table_lists_each_lab_with_its_run_time(root):
-    table = gl.lab_table(root / "notebooks", link_prefix="../notebooks/")
+    table = course.lab_table(root / "notebooks", link_prefix="../notebooks/")
     assert "[Your device, a first kernel, CPU vs GPU](../notebooks/gpu_basics_lab.ipynb)" in table
     assert table.count("\n") == 1 + len(labs(root))
     with pytest.raises(FileNotFoundError, match="folder="):
-        gl.list_labs(root / "no-such-folder")
+        course.list_labs(root / "no-such-folder")
 
 
 def test_lab_without_metadata_is_named_in_the_error(tmp_path):
@@ -89,11 +90,11 @@ def test_lab_without_metadata_is_named_in_the_error(tmp_path):
     path = tmp_path / "x.ipynb"
     nbformat.write(nb, path)
     with pytest.raises(ValueError, match="x.ipynb: the 'gpulab' metadata lacks chapter, needs"):
-        gl.list_labs(tmp_path)
+        course.list_labs(tmp_path)
 
 
 def test_record_executes_in_place_and_stamps_provenance(tmp_path):
-    from gpulab.record import record_notebook
+    from gpulab.course.record import record_notebook
 
     nb = nbformat.v4.new_notebook()
     nb.cells = [

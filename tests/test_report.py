@@ -7,12 +7,13 @@ import pytest
 
 import gpulab as gl
 from gpulab import report as rep
+from gpulab.course import gallery
 from gpulab.__main__ import main
 
 
 @pytest.fixture(scope="module")
 def committed_reports(root):
-    reports = rep.load_reports(root / "results")
+    reports = gallery.load_reports(root / "results")
     assert reports, "results/ holds no report"
     return reports
 
@@ -76,15 +77,15 @@ def test_datasheet_reference_needs_its_source(committed_reports):
 
 def test_load_reports_names_the_bad_file(tmp_path, committed_reports):
     (tmp_path / "good.json").write_text(json.dumps(_good(committed_reports)))
-    assert [r["_file"] for r in rep.load_reports(tmp_path)] == ["good.json"]
+    assert [r["_file"] for r in gallery.load_reports(tmp_path)] == ["good.json"]
     (tmp_path / "bad.json").write_text("{not json")
     with pytest.raises(ValueError, match="bad.json is not valid JSON"):
-        rep.load_reports(tmp_path)
+        gallery.load_reports(tmp_path)
     (tmp_path / "bad.json").write_text("{}")
     with pytest.raises(ValueError, match="bad.json does not match"):
-        rep.load_reports(tmp_path)
+        gallery.load_reports(tmp_path)
     with pytest.raises(FileNotFoundError, match="folder="):
-        rep.load_reports(tmp_path / "missing")
+        gallery.load_reports(tmp_path / "missing")
 
 
 def test_reference_is_the_datasheet_for_a_known_gpu_and_an_estimate_for_a_cpu():
@@ -141,10 +142,10 @@ def test_bench_command_writes_a_valid_report(tmp_path, tiny_sizes, capsys):
 
 
 def test_gallery_table_sets_measured_beside_reference(committed_reports):
-    table = rep.gallery_table(committed_reports)
+    table = gallery.gallery_table(committed_reports)
     assert len(table.splitlines()) == 2 + sum(len(r["results"]) for r in committed_reports)
     for report in committed_reports:
-        lines = rep.gallery_table([report]).splitlines()[2:]
+        lines = gallery.gallery_table([report]).splitlines()[2:]
         assert report["provenance"]["date"] in lines[0] and all("**" not in x for x in lines[1:])
         ref = report["reference"]
         row = next(line for line in lines if "matmul FP32" in line)
@@ -162,8 +163,8 @@ def test_gallery_table_sets_measured_beside_reference(committed_reports):
 def test_gallery_figure_has_a_panel_per_report(committed_reports):
     import matplotlib.pyplot as plt
 
-    fig = rep.plot_reports(committed_reports)
+    fig = gallery.plot_reports(committed_reports)
     assert len(fig.axes) == len(committed_reports)
     plt.close(fig)
     with pytest.raises(ValueError, match="reports=\\[\\] is empty"):
-        rep.plot_reports([])
+        gallery.plot_reports([])

@@ -8,8 +8,8 @@ import pytest
 from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
 
 from gpulab.__main__ import main
-from gpulab.exercises import lab_exercises
-from gpulab.student import STUDENT_ANSWER, student_copy, write_student_copies
+from gpulab.course.exercises import lab_exercises
+from gpulab.course.student import STUDENT_ANSWER, student_copy, write_student_copies
 
 LAB = "notebooks/gpu_basics_lab.ipynb"
 

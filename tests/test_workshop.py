@@ -5,7 +5,8 @@ from pathlib import Path
 import pytest
 
 import gpulab as gl
-from gpulab.workshop import (
+from gpulab import course
+from gpulab.course.workshop import (
     DEFAULTS,
     STANDARD_FORMATS,
     lab_minutes,
@@ -15,9 +16,9 @@ from gpulab.workshop import (
 )
 
 
-def fake_lab(i: int, cpu_s: float = 60.0, cuda_s: float | None = None) -> gl.LabInfo:
+def fake_lab(i: int, cpu_s: float = 60.0, cuda_s: float | None = None) -> course.LabInfo:
     run = {"cpu": cpu_s} | ({"cuda": cuda_s} if cuda_s is not None else {})
-    return gl.LabInfo(Path(f"notebooks/lab{i}_lab.ipynb"), f"Lab {i}", f"book/ch{i}", "any", run)
+    return course.LabInfo(Path(f"notebooks/lab{i}_lab.ipynb"), f"Lab {i}", f"book/ch{i}", "any", run)
 
 
 TEN_LABS = [fake_lab(i, cpu_s=40.0 + 30 * i) for i in range(10)]
@@ -78,7 +79,7 @@ def test_lab_slot_uses_recorded_run_time_for_the_device():
     cpu_only = fake_lab(2, cpu_s=61.0)
     minutes, note = lab_minutes(cpu_only, device="cuda", working_min=0)
     assert minutes == 2 and "no GPU record yet" in note
-    unrecorded = gl.LabInfo(Path("x.ipynb"), "X", "book/x", "any")
+    unrecorded = course.LabInfo(Path("x.ipynb"), "X", "book/x", "any")
     assert lab_minutes(unrecorded, working_min=15) == (
         15,
         "run time not recorded yet; 15 min working time",

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gpulab.exercises import exercise_question
+from gpulab.course.exercises import exercise_question
 
 __all__ = ["SOLUTION_TAG", "STUDENT_ANSWER", "student_copy", "write_student_copies"]
 
@@ -59,7 +59,7 @@ def student_copy(nb):
     Examples
     --------
     >>> import nbformat
-    >>> from gpulab.student import student_copy
+    >>> from gpulab.course.student import student_copy
     >>> nb = nbformat.v4.new_notebook()
     >>> worked = "# Exercise 1: how many FLOPs?\\n# 2 per term\\nanswer = 2 * 8**3"
     >>> nb.cells = [nbformat.v4.new_code_cell(worked, metadata={"tags": ["solution"]}),

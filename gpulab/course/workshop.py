@@ -7,9 +7,9 @@ lab, answering its exercises and asking questions. Breaks come whenever a sessio
 run past ``session_max_min``; a day of six hours or more gets a lunch break. Labs are taken
 in course order until the time runs out, and the agenda says which labs did not fit.
 
->>> import gpulab as gl
->>> from gpulab.workshop import make_agenda
->>> lab = gl.LabInfo(path=__import__("pathlib").Path("notebooks/x_lab.ipynb"), title="X",
+>>> from gpulab import course
+>>> from gpulab.course.workshop import make_agenda
+>>> lab = course.LabInfo(path=__import__("pathlib").Path("notebooks/x_lab.ipynb"), title="X",
 ...                  chapter="book/x", needs="any", run_time_s={"cpu": 40.0})
 >>> agenda = make_agenda([lab], minutes=90, name="Taster")
 >>> [(s.kind, s.minutes) for s in agenda.slots]
@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.labs import LabInfo, list_labs
+from gpulab.course.labs import LabInfo, list_labs
 
 __all__ = [
     "STANDARD_FORMATS",
@@ -160,9 +160,9 @@ def lab_minutes(lab: LabInfo, device: str = "cuda", working_min: int = 20) -> tu
 
     Examples
     --------
-    >>> import gpulab as gl
+    >>> from gpulab import course
     >>> from pathlib import Path
-    >>> lab = gl.LabInfo(Path("x.ipynb"), "X", "book/x", "any", run_time_s={"cpu": 130.0})
+    >>> lab = course.LabInfo(Path("x.ipynb"), "X", "book/x", "any", run_time_s={"cpu": 130.0})
     >>> lab_minutes(lab, device="cuda", working_min=20)
     (23, 'run 2.2 min as recorded on CPU; no GPU record yet, + 20 min working time')
     """

@@ -11,7 +11,7 @@ Chapters write exercises as sphinx-exercise directives::
     :class: dropdown
     ...
 
-Labs follow the convention of :mod:`gpulab.student`: a code cell tagged ``solution`` holds
+Labs follow the convention of :mod:`gpulab.course.student`: a code cell tagged ``solution`` holds
 ``answer = ...`` and the next code cell calls ``gl.check``.
 """
 

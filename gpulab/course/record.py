@@ -14,7 +14,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from gpulab.labs import PROVENANCE_TAG
+from gpulab.course.labs import PROVENANCE_TAG
 from gpulab.provenance import provenance, provenance_line
 
 __all__ = ["record_notebook"]

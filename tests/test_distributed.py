@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 import gpulab as gl
-from gpulab.launch import _rank_error, _root_cause
+from gpulab.distributed import _rank_error, _root_cause
 
 pytest.importorskip("torch.distributed.run")
 

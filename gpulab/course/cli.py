@@ -1,0 +1,55 @@
+"""Command line of the course tools: ``python -m gpulab record | stamp | student``.
+
+``python -m gpulab`` hands these commands over to :func:`main` here, so the learner's
+commands (doctor, specs, bench) work without the ``gpulab[course]`` extra.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+COMMANDS = ("record", "stamp", "student")
+
+
+def _record(args: argparse.Namespace) -> int:
+    from gpulab.course.record import record_notebook
+
+    for path in args.notebooks:
+        rec = record_notebook(path, timeout=args.timeout)
+        print(f"recorded {path}: {rec['device']}, {rec['run_time_s']} s")
+    return 0
+
+
+def _stamp(args: argparse.Namespace) -> int:
+    from gpulab.course.labs import stamp_setup_cells
+
+    changed = stamp_setup_cells(Path(args.root))
+    print(f"setup cells updated in {len(changed)} lab(s)")
+    return 0
+
+
+def _student(args: argparse.Namespace) -> int:
+    from gpulab.course.student import write_student_copies
+
+    written = write_student_copies(args.outdir, args.notebooks)
+    print(f"wrote {len(written)} student cop{'y' if len(written) == 1 else 'ies'} to {args.outdir}")
+    return 0
+
+
+def add_commands(sub) -> None:
+    """Add the course commands to ``sub``, an argparse sub-parser collection."""
+    record = sub.add_parser("record", help="(course) re-execute labs in place, with provenance")
+    record.add_argument("notebooks", nargs="+", type=Path)
+    record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")
+    stamp = sub.add_parser("stamp", help="(course) rewrite the labs' setup cells from _config.yml")
+    stamp.add_argument("--root", default=".", help="the course repository root")
+    student = sub.add_parser("student", help="(course) copies of the labs without solutions")
+    student.add_argument("outdir", type=Path, help="folder for the student copies")
+    student.add_argument("--notebooks", type=Path, default=Path("notebooks"))
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run the course command that ``args`` (parsed with :func:`add_commands`) names."""
+    handlers = {"record": _record, "stamp": _stamp, "student": _student}
+    return handlers[args.command](args)
