@@ -165,7 +165,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "memory_report",
         "MemoryEstimate",
         "OPTIMIZERS",
-        "PRECISIONS",
     ),
     "parallel": (
         "amdahl_speedup",
@@ -181,6 +180,13 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "plot_spec_trend",
         "tidy_point_labels",
         "use_course_style",
+    ),
+    "precision": (
+        "PEAK_PRECISIONS",
+        "PRECISIONS",
+        "TRAINING_PRECISIONS",
+        "compute_bytes",
+        "peak_precision",
     ),
     "provenance": (
         "provenance",
@@ -217,7 +223,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "sizing": ("scale",),
     "specs": (
         "DeviceSpec",
-        "DTYPES",
         "find_spec",
         "get_spec",
         "list_specs",

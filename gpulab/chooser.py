@@ -465,7 +465,7 @@ def plan_training(
     model : str or int
         A name from :data:`NAMED_MODELS` (``"BERT-base"``) or a parameter count.
     precision : str
-        One of ``gl.memory.PRECISIONS``: ``"fp32"``, ``"amp_bf16"``, ``"amp_fp16"``, ``"bf16"``.
+        One of ``gl.TRAINING_PRECISIONS``: ``"fp32"``, ``"amp_bf16"``, ``"amp_fp16"``, ``"bf16"``.
     optimizer : str
         One of ``gl.memory.OPTIMIZERS``: ``"sgd"``, ``"sgd_momentum"``, ``"adam"``, ``"adamw"``.
     batch_size : int
@@ -498,7 +498,8 @@ def plan_training(
     >>> [(o.spec.name, o.fits) for o in plan.options]
     [('Tesla T4', False), ('A100 80GB SXM4', True)]
     """
-    from gpulab.memory import OPTIMIZERS, PRECISIONS, estimate_training_memory
+    from gpulab.memory import OPTIMIZERS, estimate_training_memory
+    from gpulab.precision import TRAINING_PRECISIONS as PRECISIONS
 
     _choice("precision", precision, PRECISIONS)
     _choice("optimizer", optimizer, OPTIMIZERS)
@@ -613,7 +614,8 @@ def chooser_widget(model: str = "BERT-base", **defaults):
     import ipywidgets as w
     from IPython.display import Markdown, clear_output, display
 
-    from gpulab.memory import OPTIMIZERS, PRECISIONS
+    from gpulab.memory import OPTIMIZERS
+    from gpulab.precision import TRAINING_PRECISIONS as PRECISIONS
 
     style = {"description_width": "150px"}
     layout = w.Layout(width="420px")

@@ -35,11 +35,11 @@ import contextlib
 import copy
 from dataclasses import dataclass
 
+from gpulab.precision import TRAINING_PRECISIONS
 from gpulab.specs import DeviceSpec, get_spec, list_specs
 
 __all__ = [
     "OPTIMIZERS",
-    "PRECISIONS",
     "MemoryEstimate",
     "activation_bytes",
     "bytes_per_param",
@@ -51,8 +51,6 @@ __all__ = [
     "memory_report",
 ]
 
-#: Training precisions: ``amp_*`` run the maths in 16 bits but keep fp32 master weights.
-PRECISIONS = ("fp32", "amp_bf16", "amp_fp16", "bf16")
 #: Optimizers the estimator knows, by how many state tensors they keep per parameter.
 OPTIMIZERS = ("sgd", "sgd_momentum", "adam", "adamw")
 
@@ -99,7 +97,7 @@ def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[st
     >>> sum(bytes_per_param("bf16", "sgd").values())
     4
     """
-    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("precision", precision, TRAINING_PRECISIONS)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     width = _WEIGHT_BYTES[precision]
     return {
@@ -127,7 +125,7 @@ class MemoryEstimate:
         Weights (including fp32 master weights under AMP), gradients, optimizer state
         and the activations saved for the backward pass of one batch.
     precision : str
-        One of :data:`PRECISIONS`.
+        One of :data:`TRAINING_PRECISIONS`.
     optimizer : str
         One of :data:`OPTIMIZERS`.
     """
@@ -199,7 +197,7 @@ def estimate_training_memory(
     n_params : int
         Number of trainable parameters.
     precision : str
-        One of :data:`PRECISIONS`.
+        One of :data:`TRAINING_PRECISIONS`.
     optimizer : str
         One of :data:`OPTIMIZERS`.
     activations_bytes : int
@@ -311,7 +309,7 @@ def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
     example_input : Tensor or tuple of Tensor
         One batch (a tuple is unpacked into the call).
     precision : str
-        One of :data:`PRECISIONS`; ``"bf16"`` measures a bfloat16 copy of the model.
+        One of :data:`TRAINING_PRECISIONS`; ``"bf16"`` measures a bfloat16 copy of the model.
 
     Examples
     --------
@@ -322,7 +320,7 @@ def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
     """
     import torch
 
-    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("precision", precision, TRAINING_PRECISIONS)
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
     model, inputs = _prepare(model, example_input, precision)
@@ -419,7 +417,7 @@ def measure_training_memory(
     inputs, targets : Tensor
         One batch, on the model's device.
     precision : str
-        One of :data:`PRECISIONS`.
+        One of :data:`TRAINING_PRECISIONS`.
     optimizer : str
         One of :data:`OPTIMIZERS` (built with PyTorch's defaults, as most code does).
     loss_fn : callable, optional
@@ -428,7 +426,7 @@ def measure_training_memory(
     import torch
     import torch.nn.functional as F
 
-    _check_choice("precision", precision, PRECISIONS)
+    _check_choice("precision", precision, TRAINING_PRECISIONS)
     _check_choice("optimizer", optimizer, OPTIMIZERS)
     loss_fn = loss_fn or F.cross_entropy
     model, inputs = _prepare(copy.deepcopy(model), inputs, precision)
@@ -540,7 +538,9 @@ def memory_calculator(
             description="act. MiB/sample",
             style=style,
         ),
-        w.Dropdown(options=PRECISIONS, value=precision, description="precision", style=style),
+        w.Dropdown(
+            options=TRAINING_PRECISIONS, value=precision, description="precision", style=style
+        ),
         w.Dropdown(options=OPTIMIZERS, value=optimizer, description="optimizer", style=style),
     ]
     out = w.Output()

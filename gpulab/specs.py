@@ -16,10 +16,12 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
+from gpulab.precision import PEAK_PRECISIONS
+
 __all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES"]
 
-#: Precisions the registry can hold a peak figure for, in the order the course teaches them.
-DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+#: Precisions the registry can hold a peak figure for (:data:`gpulab.PEAK_PRECISIONS`).
+DTYPES = PEAK_PRECISIONS
 
 _DTYPE_COLUMNS = {
     "fp32": "fp32_tflops",

@@ -10,7 +10,6 @@ import re
 import pytest
 import yaml
 
-import gpulab as gl
 from gpulab import course
 from gpulab.course.exercises import chapter_exercises
 

@@ -6,7 +6,6 @@ import nbformat
 import pytest
 import yaml
 
-import gpulab as gl
 from gpulab import course
 from gpulab.course.labs import setup_cell_source, stamp_setup_cells
 

@@ -7,8 +7,8 @@ import pytest
 
 import gpulab as gl
 from gpulab import report as rep
-from gpulab.course import gallery
 from gpulab.__main__ import main
+from gpulab.course import gallery
 
 
 @pytest.fixture(scope="module")

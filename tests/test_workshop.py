@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 
-import gpulab as gl
 from gpulab import course
 from gpulab.course.workshop import (
     DEFAULTS,
@@ -18,7 +17,9 @@ from gpulab.course.workshop import (
 
 def fake_lab(i: int, cpu_s: float = 60.0, cuda_s: float | None = None) -> course.LabInfo:
     run = {"cpu": cpu_s} | ({"cuda": cuda_s} if cuda_s is not None else {})
-    return course.LabInfo(Path(f"notebooks/lab{i}_lab.ipynb"), f"Lab {i}", f"book/ch{i}", "any", run)
+    return course.LabInfo(
+        Path(f"notebooks/lab{i}_lab.ipynb"), f"Lab {i}", f"book/ch{i}", "any", run
+    )
 
 
 TEN_LABS = [fake_lab(i, cpu_s=40.0 + 30 * i) for i in range(10)]
