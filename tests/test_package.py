@@ -1,0 +1,87 @@
+"""The package's shape: a quick, lazy ``import gpulab``, every public name resolving, and
+the course tools kept apart from the learner API."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import types
+
+import pytest
+
+import gpulab as gl
+from gpulab.__main__ import main
+
+HEAVY = ("matplotlib.pyplot", "ipywidgets", "gpulab.course", "nbformat", "nbclient", "yaml")
+
+
+def _modules_after(code: str) -> set[str]:
+    out = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport sys\nprint('\\n'.join(sys.modules))"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    return set(out.stdout.split())
+
+
+def test_import_gpulab_loads_no_plotting_widgets_or_course_tools():
+    loaded = _modules_after("import gpulab")
+    assert not loaded & set(HEAVY), sorted(loaded & set(HEAVY))
+
+
+def test_first_use_loads_only_what_it_needs():
+    loaded = _modules_after("import gpulab as gl\ngl.get_spec('t4')")
+    assert "gpulab.specs" in loaded
+    assert not loaded & {"matplotlib.pyplot", "gpulab.course", "torch"}
+
+
+@pytest.mark.parametrize("name", [n for n in gl.__all__ if n != "__version__"])
+def test_every_public_name_resolves_to_what_it_names(name):
+    value = getattr(gl, name)
+    assert not isinstance(value, types.ModuleType), f"gl.{name} is a module, not the API"
+    assert name in dir(gl)
+
+
+def test_names_shared_with_their_module_stay_functions_after_the_module_is_imported():
+    import gpulab.check
+    import gpulab.provenance
+    import gpulab.train  # noqa: F401
+
+    assert callable(gl.check) and gl.check.__module__ == "gpulab.check"
+    assert callable(gl.train) and gl.train.__module__ == "gpulab.train"
+    assert callable(gl.provenance) and gl.provenance.__module__ == "gpulab.provenance"
+
+
+def test_unknown_attribute_is_an_attribute_error():
+    with pytest.raises(AttributeError, match="no_such_thing"):
+        gl.no_such_thing  # noqa: B018
+
+
+def test_launch_is_the_grid_simulator_and_torchrun_lives_in_distributed():
+    from gpulab import distributed, simt
+
+    assert gl.launch is simt.launch
+    assert gl.torchrun is distributed.torchrun
+
+
+def test_course_tools_are_not_part_of_the_learner_api():
+    for name in ("lab_table", "list_labs", "make_agenda", "write_student_copies", "LabInfo"):
+        assert name not in gl.__all__
+    from gpulab import course
+
+    assert callable(course.lab_table) and callable(course.write_student_copies)
+
+
+def test_learner_cli_hands_course_commands_to_the_course_cli(root, tmp_path, capsys):
+    # 'student' is a course command: python -m gpulab must still offer it.
+    labs = tmp_path / "labs"
+    labs.mkdir()
+    shutil.copy(root / "notebooks" / "gpu_basics_lab.ipynb", labs)
+    assert main(["student", str(tmp_path / "out"), "--notebooks", str(labs)]) == 0
+    assert "wrote 1 student copy" in capsys.readouterr().out
+    assert (tmp_path / "out" / "gpu_basics_lab.ipynb").is_file()
+    with pytest.raises(SystemExit):
+        main(["no-such-command"])
