@@ -85,3 +85,13 @@ def test_learner_cli_hands_course_commands_to_the_course_cli(root, tmp_path, cap
     assert (tmp_path / "out" / "gpu_basics_lab.ipynb").is_file()
     with pytest.raises(SystemExit):
         main(["no-such-command"])
+
+
+def test_course_command_without_the_course_extra_says_what_to_install(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.setitem(sys.modules, "nbformat", None)  # as if gpulab[course] were missing
+    (tmp_path / "x_lab.ipynb").write_text("{}")
+    assert main(["student", str(tmp_path / "out"), "--notebooks", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert "needs nbformat" in err and "pip install 'gpulab[course]'" in err

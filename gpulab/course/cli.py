@@ -7,9 +7,12 @@ commands (doctor, specs, bench) work without the ``gpulab[course]`` extra.
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 COMMANDS = ("record", "stamp", "student")
+#: What the course tools import beyond gpulab's own dependencies (the ``course`` extra).
+EXTRA_MODULES = ("nbformat", "nbclient", "yaml", "jsonschema")
 
 
 def _record(args: argparse.Namespace) -> int:
@@ -52,4 +55,14 @@ def add_commands(sub) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the course command that ``args`` (parsed with :func:`add_commands`) names."""
     handlers = {"record": _record, "stamp": _stamp, "student": _student}
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except ModuleNotFoundError as exc:
+        if exc.name not in EXTRA_MODULES:
+            raise
+        print(
+            f"python -m gpulab {args.command} is a course tool and needs {exc.name}, which is "
+            "not installed. Install the course tools with: pip install 'gpulab[course]'",
+            file=sys.stderr,
+        )
+        return 2
