@@ -114,7 +114,7 @@ def cpu_cores() -> int:
 
 
 def _physical_cores(cpuinfo: str, allowed: set[int]) -> int | None:
-    """Distinct (socket, core) pairs among the logical CPUs in ``allowed``.
+    r"""Distinct (socket, core) pairs among the logical CPUs in ``allowed``.
 
     Read from the ``processor``, ``physical id`` and ``core id`` fields of ``/proc/cpuinfo``;
     None when they are missing (many ARM kernels and some containers do not report them).
