@@ -154,10 +154,12 @@ def _cores_for_peak() -> tuple[int, str]:
     return len(allowed), "logical CPUs (physical cores unknown, hyperthreads counted)"
 
 
+_MAX_FREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")  # in kHz
+
+
 def _clock_hz() -> tuple[float | None, str]:
-    max_freq = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
     try:
-        return float(max_freq.read_text()) * 1e3, "max turbo, cpufreq cpuinfo_max_freq"
+        return float(_MAX_FREQ.read_text()) * 1e3, "max turbo, cpufreq cpuinfo_max_freq"
     except (OSError, ValueError):
         pass
     mhz = _cpuinfo_field("cpu MHz")
@@ -247,9 +249,7 @@ def estimate_cpu_peak(
     )
 
 
-def measure_memory_bandwidth(
-    array_bytes: int = 256 * 2**20, min_run_time_s: float = 0.5
-) -> float:
+def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time_s: float = 0.5) -> float:
     """Measure this machine's main-memory bandwidth in bytes/s with a large NumPy copy.
 
     Copies one array into another (``np.copyto``, one thread), large enough to spill out of

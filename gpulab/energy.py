@@ -1,7 +1,7 @@
 """Energy used by a block of code: measured through NVML on NVIDIA GPUs, estimated elsewhere.
 
-``with gl.measure_energy() as m: ...`` reports joules, average watts and seconds (``time_s``), and says
-how it got them (:attr:`EnergyMeter.method`):
+``with gl.measure_energy() as m: ...`` reports joules, average watts and seconds
+(``time_s``), and says how it got them (:attr:`EnergyMeter.method`):
 
 ``"nvml-energy-counter"``
     The GPU's own energy counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta and later):
