@@ -18,10 +18,12 @@ driver gives it), ``get_device_capability()``, ``get_device_properties()`` (``na
 (``import pynvml`` fails), CuPy is absent unless a wheel name is given, and no real GPU
 on the test machine is seen.
 
-What it cannot do: run a kernel. A tensor on ``"cuda"`` still fails (on a CPU build of
-torch, "Torch not compiled with CUDA enabled"), so only logic that decides from what the
-device reports (sizing, advice, registry lookups, precision support, energy fallbacks)
-can be tested this way, and a test that launches work by mistake fails loudly.
+What it cannot do: run a kernel on the simulated GPU. Only logic that decides from what
+the device reports (sizing, advice, registry lookups, precision support, energy
+fallbacks) can be tested this way. On a CPU build of torch a tensor on ``"cuda"`` still
+fails ("Torch not compiled with CUDA enabled"), so a test that launches work by mistake
+fails loudly; on a machine with a real GPU such work would run there instead, so tests
+that use these fixtures must not launch any.
 
 Memory and SM counts are the registry's datasheet figures (``gpulab/data/gpu_specs.csv``,
 each row with its source): a real driver reports a little less memory than the datasheet

@@ -46,8 +46,9 @@ def timing_started(monkeypatch):
 @pytest.mark.parametrize("warmup", [0, 1, 3])
 def test_warmup_calls_happen_before_timing_and_are_not_timed(timing_started, warmup):
     calls = []  # one entry per call: was the Timer measuring yet?
-    result = gl.benchmark(lambda: calls.append(bool(timing_started)), warmup=warmup,
-                          min_run_time_s=0.01)
+    result = gl.benchmark(
+        lambda: calls.append(bool(timing_started)), warmup=warmup, min_run_time_s=0.01
+    )
     # Exactly `warmup` calls happen before the Timer starts; the rest are its own.
     assert calls[:warmup] == [False] * warmup
     assert all(calls[warmup:]) and len(calls) - warmup >= result.runs
