@@ -10,13 +10,18 @@ See also the chapter "What a GPU is" (``book/gpu_basics.md``) and its lab.
 
 from __future__ import annotations
 
+import math
 import statistics
+import sys
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
 import numpy as np
+
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number
+from gpulab.units import format_duration
 
 __all__ = ["BenchResult", "Stopwatch", "benchmark", "timer", "synchronize"]
 
@@ -80,40 +85,46 @@ class BenchResult:
     def __str__(self) -> str:
         label = f"{self.label}: " if self.label else ""
         return (
-            f"{label}median {_fmt_seconds(self.median_s)} per call "
-            f"(IQR {_fmt_seconds(self.iqr_s)}, {self.runs} runs)"
+            f"{label}median {format_duration(self.median_s)} per call "
+            f"(IQR {format_duration(self.iqr_s)}, {self.runs} runs)"
         )
 
 
-def _fmt_seconds(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.3g} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
+def _cupy_gpu(cupy) -> bool:
+    """Whether an imported CuPy sees a GPU; False for a CuPy that cannot reach one."""
+    try:
+        return bool(cupy.is_available())
+    except Exception:  # a wheel for the wrong CUDA, or no driver: nothing to wait for
+        return False
 
 
 def synchronize() -> None:
-    """Wait until every queued CUDA (or MPS) operation has finished; no-op on a CPU."""
+    """Wait until every queued GPU operation has finished; no-op on a CPU.
+
+    Waits for torch's CUDA (or Apple MPS) queue, and for CuPy's current stream when CuPy has
+    been imported and sees a GPU (CuPy work is queued whether or not torch ever used CUDA).
+    CuPy is never imported here: code that has not imported it has queued nothing on it.
+    """
     try:
         import torch
     except ImportError:
-        return
-    if torch.cuda.is_available() and torch.cuda.is_initialized():
-        torch.cuda.synchronize()
-    elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
-        torch.mps.synchronize()
-
-
-def _check_positive(name: str, value: float, minimum: float = 0) -> None:
-    if not value > minimum:
-        raise ValueError(f"{name}={value!r} must be greater than {minimum}")
+        torch = None
+    if torch is not None:
+        if torch.cuda.is_available() and torch.cuda.is_initialized():
+            torch.cuda.synchronize()
+        elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
+            torch.mps.synchronize()
+    cupy = sys.modules.get("cupy")
+    if cupy is not None and _cupy_gpu(cupy):
+        # Not guarded: an error here is a failed kernel, which must surface.
+        cupy.cuda.get_current_stream().synchronize()
 
 
 def benchmark(
     fn: Callable[[], object],
     *,
     label: str = "",
-    min_run_time: float = 0.2,
+    min_run_time_s: float = 0.2,
     warmup: int = 1,
     num_threads: int | None = None,
     backend: str = "torch",
@@ -127,13 +138,15 @@ def benchmark(
         Called with no arguments; wrap arguments in a lambda.
     label : str
         Name shown when the result is printed.
-    min_run_time : float
+    min_run_time_s : float
         Seconds of measurement to collect at least (``backend="torch"``).
     warmup : int
-        Calls made before timing starts (lazy initialisation, autotuning, caches).
+        Calls made before timing starts (lazy initialisation, autotuning, caches), with the
+        same ``num_threads`` as the timed calls.
     num_threads : int, optional
-        CPU threads torch may use while timing; default: what torch uses now (note that
-        ``torch.utils.benchmark.Timer`` on its own would default to one thread).
+        CPU threads torch may use while warming up and timing; default: what torch uses now
+        (note that ``torch.utils.benchmark.Timer`` on its own would default to one thread).
+        Restored afterwards.
     backend : {"torch", "cupy"}
         ``"torch"``: :class:`torch.utils.benchmark.Timer`, which synchronizes CUDA.
         ``"cupy"``: :func:`cupyx.profiler.benchmark`, which times on the GPU with CUDA events.
@@ -147,7 +160,7 @@ def benchmark(
     Examples
     --------
     >>> import time, gpulab as gl
-    >>> r = gl.benchmark(lambda: time.sleep(0.002), min_run_time=0.05)
+    >>> r = gl.benchmark(lambda: time.sleep(0.002), min_run_time_s=0.05)
     >>> 0.0019 < r.median_s < 0.01
     True
 
@@ -157,11 +170,14 @@ def benchmark(
     """
     if not callable(fn):
         raise TypeError(f"fn={fn!r} is not callable; pass a function, e.g. lambda: a @ b")
-    if backend not in _BACKENDS:
-        raise ValueError(f"backend={backend!r} is not known; use one of {', '.join(_BACKENDS)}")
-    _check_positive("min_run_time", min_run_time)
-    if warmup < 0:
-        raise ValueError(f"warmup={warmup!r} must be 0 or more")
+    choice("backend", backend, _BACKENDS)
+    min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
+    warmup = non_negative_int("warmup", warmup)
+    n_repeat = positive_int("n_repeat", n_repeat)
+    if not isinstance(label, str):
+        raise ValueError(f"label={label!r} must be a str")
+    if num_threads is not None:
+        num_threads = positive_int("num_threads", num_threads)
     if backend == "cupy":
         return _benchmark_cupy(fn, label, warmup, n_repeat)
 
@@ -169,12 +185,16 @@ def benchmark(
     from torch.utils import benchmark as tbench
 
     threads = torch.get_num_threads() if num_threads is None else num_threads
-    _check_positive("num_threads", threads)
-    for _ in range(warmup):
-        fn()
-    synchronize()
+    before = torch.get_num_threads()
+    torch.set_num_threads(threads)  # warm up as the Timer will measure: same threads
+    try:
+        for _ in range(warmup):
+            fn()
+        synchronize()
+    finally:
+        torch.set_num_threads(before)
     timer_ = tbench.Timer(stmt="fn()", globals={"fn": fn}, num_threads=threads, label=label)
-    measurement = timer_.blocked_autorange(min_run_time=min_run_time)
+    measurement = timer_.blocked_autorange(min_run_time=min_run_time_s)
     return BenchResult(tuple(measurement.times), measurement.number_per_run, label, "torch")
 
 
@@ -187,7 +207,6 @@ def _benchmark_cupy(
         raise RuntimeError(
             "backend='cupy' needs CuPy with a CUDA GPU; use backend='torch' otherwise"
         ) from exc
-    _check_positive("n_repeat", n_repeat)
     result = cupy_benchmark(fn, n_repeat=n_repeat, n_warmup=warmup)
     gpu_times = np.asarray(result.gpu_times)[0]
     return BenchResult(tuple(float(t) for t in gpu_times), 1, label, "cupy")
@@ -202,11 +221,12 @@ class Stopwatch:
 
     def __str__(self) -> str:
         label = f"{self.label}: " if self.label else ""
-        return f"{label}{_fmt_seconds(self.elapsed_s)}"
+        if math.isnan(self.elapsed_s):
+            return f"{label}still running"
+        return f"{label}{format_duration(self.elapsed_s)}"
 
 
-@contextmanager
-def timer(label: str = "", *, verbose: bool = True) -> Iterator[Stopwatch]:
+def timer(label: str = "", *, verbose: bool = True):
     """Time a block once, synchronizing the GPU at both ends.
 
     One measurement, no repeats: for things that take seconds (a training run, an
@@ -220,6 +240,15 @@ def timer(label: str = "", *, verbose: bool = True) -> Iterator[Stopwatch]:
     >>> t.elapsed_s >= 0.01
     True
     """
+    if not isinstance(label, str):
+        raise ValueError(f"label={label!r} must be a str")
+    if not isinstance(verbose, bool):
+        raise ValueError(f"verbose={verbose!r} must be True or False")
+    return _timed(label, verbose)
+
+
+@contextmanager
+def _timed(label: str, verbose: bool) -> Iterator[Stopwatch]:
     watch = Stopwatch(label)
     synchronize()
     start = time.perf_counter()

@@ -18,6 +18,9 @@ from pathlib import Path
 
 import numpy as np
 
+from gpulab._checks import positive_int, positive_number
+from gpulab.units import format_rate
+
 __all__ = ["CpuPeak", "cpu_model", "cpu_cores", "estimate_cpu_peak", "measure_memory_bandwidth"]
 
 #: Assumed fused multiply-add pipes per core (most x86 server and desktop cores since 2013 have
@@ -32,7 +35,8 @@ class CpuPeak:
     Attributes
     ----------
     cores : int
-        Cores this process may use.
+        Physical cores this process may use (hyperthreads share one core's vector units,
+        so they add no peak); logical CPUs where the core layout is unknown.
     clock_hz : float
         Clock frequency used in the estimate.
     vector_isa : str
@@ -45,6 +49,10 @@ class CpuPeak:
         FP32 FLOPs per core per cycle: lanes × 2 (an FMA is two FLOPs) × FMA pipes.
     peak_flops : float
         cores × clock × FLOPs per cycle.
+    cores_basis : str
+        What ``cores`` counts, e.g. ``"physical cores"``.
+    clock_basis : str
+        Which clock ``clock_hz`` is, e.g. ``"max turbo, cpufreq cpuinfo_max_freq"``.
     """
 
     cores: int
@@ -54,15 +62,18 @@ class CpuPeak:
     fma_units: int
     flops_per_cycle: int
     peak_flops: float
+    cores_basis: str = "cores"
+    clock_basis: str = "given"
 
     @property
     def formula(self) -> str:
-        """The arithmetic behind :attr:`peak_flops`, written out."""
+        """The arithmetic behind :attr:`peak_flops`, written out with what each factor is."""
         lanes = self.vector_bits // 32
         return (
-            f"{self.cores} cores × {self.clock_hz / 1e9:.2f} GHz × "
-            f"{self.flops_per_cycle} FLOP/cycle ({self.vector_isa}: {lanes} FP32 lanes × 2 "
-            f"for FMA × {self.fma_units} FMA units) = {self.peak_flops / 1e9:.1f} GFLOP/s"
+            f"{self.cores} {self.cores_basis} × {self.clock_hz / 1e9:.2f} GHz "
+            f"({self.clock_basis}) × {self.flops_per_cycle} FLOP/cycle ({self.vector_isa}: "
+            f"{lanes} FP32 lanes × 2 for FMA × {self.fma_units} FMA units) = "
+            f"{format_rate(self.peak_flops, 'FLOP/s')}"
         )
 
 
@@ -87,21 +98,74 @@ def cpu_model() -> str:
     return _cpuinfo_field("model name") or platform.processor() or platform.machine() or "unknown"
 
 
-def cpu_cores() -> int:
-    """Cores this process may run on (respects CPU affinity and container limits)."""
+def _allowed_cpus() -> set[int]:
     if hasattr(os, "sched_getaffinity"):
-        return len(os.sched_getaffinity(0))
-    return os.cpu_count() or 1
+        return set(os.sched_getaffinity(0))
+    return set(range(os.cpu_count() or 1))
 
 
-def _clock_hz() -> float | None:
-    max_freq = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")
+def cpu_cores() -> int:
+    """Logical CPUs this process may run on (respects CPU affinity and container limits).
+
+    With hyperthreading this is twice the physical cores; :func:`estimate_cpu_peak` counts
+    physical cores.
+    """
+    return len(_allowed_cpus())
+
+
+def _physical_cores(cpuinfo: str, allowed: set[int]) -> int | None:
+    r"""Distinct (socket, core) pairs among the logical CPUs in ``allowed``.
+
+    Read from the ``processor``, ``physical id`` and ``core id`` fields of ``/proc/cpuinfo``;
+    None when they are missing (many ARM kernels and some containers do not report them).
+
+    Examples
+    --------
+    Two cores with two hyperthreads each:
+
+    >>> text = "\n\n".join(
+    ...     f"processor : {i}\nphysical id : 0\ncore id : {i % 2}" for i in range(4))
+    >>> _physical_cores(text, {0, 1, 2, 3}), _physical_cores(text, {0, 2})
+    (2, 1)
+    """
+    cores = set()
+    for block in cpuinfo.split("\n\n"):
+        fields = {}
+        for line in block.splitlines():
+            key, sep, value = line.partition(":")
+            if sep:
+                fields[key.strip()] = value.strip()
+        processor = fields.get("processor", "")
+        if not processor.isdigit():
+            continue
+        if "core id" not in fields:
+            return None
+        if int(processor) in allowed:
+            cores.add((fields.get("physical id", "0"), fields["core id"]))
+    return len(cores) or None
+
+
+def _cores_for_peak() -> tuple[int, str]:
+    """Physical cores this process may use, and what was counted."""
+    allowed = _allowed_cpus()
+    physical = _physical_cores(_cpuinfo(), allowed)
+    if physical is not None:
+        return physical, "physical cores"
+    return len(allowed), "logical CPUs (physical cores unknown, hyperthreads counted)"
+
+
+_MAX_FREQ = Path("/sys/devices/system/cpu/cpu0/cpufreq/cpuinfo_max_freq")  # in kHz
+
+
+def _clock_hz() -> tuple[float | None, str]:
     try:
-        return float(max_freq.read_text()) * 1e3  # the file is in kHz
+        return float(_MAX_FREQ.read_text()) * 1e3, "max turbo, cpufreq cpuinfo_max_freq"
     except (OSError, ValueError):
         pass
     mhz = _cpuinfo_field("cpu MHz")
-    return float(mhz) * 1e6 if mhz else None
+    if mhz:
+        return float(mhz) * 1e6, "current clock, /proc/cpuinfo cpu MHz"
+    return None, ""
 
 
 def _vector_unit(flags: set[str]) -> tuple[str, int]:
@@ -122,10 +186,19 @@ def estimate_cpu_peak(
 ) -> CpuPeak:
     """Estimate this CPU's peak FP32 FLOP/s as cores × clock × FLOPs per cycle.
 
+    Cores are physical cores (hyperthreads share a core's FMA units and add no peak), read
+    from ``/proc/cpuinfo`` for the CPUs this process may use; where the layout is unknown,
+    logical CPUs, and the formula says so. The clock is the maximum turbo clock from cpufreq
+    where the kernel exposes it, else the current clock from ``/proc/cpuinfo`` (virtual
+    machines often show only that); the formula says which. Turbo with every core busy is
+    lower than the maximum, so the estimate is an upper bound.
+
     Parameters
     ----------
-    cores, clock_hz : optional
-        Override what is read from the machine (``/proc/cpuinfo``, cpufreq).
+    cores : int, optional
+        Override the physical core count read from the machine.
+    clock_hz : float, optional
+        Override the clock read from the machine.
     flags : set of str, optional
         CPU feature flags (``/proc/cpuinfo`` "flags"); decide the vector width.
     fma_units : int
@@ -139,50 +212,69 @@ def estimate_cpu_peak(
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.estimate_cpu_peak(cores=4, clock_hz=3e9, flags={"avx2", "fma"}).peak_flops / 1e9
+    >>> peak = gl.estimate_cpu_peak(cores=4, clock_hz=3e9, flags={"avx2", "fma"})
+    >>> peak.peak_flops / 1e9
     384.0
+    >>> print(peak.formula)  # doctest: +NORMALIZE_WHITESPACE
+    4 cores × 3.00 GHz (given) × 32 FLOP/cycle
+    (AVX2: 8 FP32 lanes × 2 for FMA × 2 FMA units) = 384 GFLOP/s
     """
-    cores = cpu_cores() if cores is None else cores
-    if cores < 1:
-        raise ValueError(f"cores={cores} must be at least 1")
-    if fma_units < 1:
-        raise ValueError(f"fma_units={fma_units} must be at least 1")
-    clock_hz = _clock_hz() if clock_hz is None else clock_hz
+    if cores is None:
+        cores, cores_basis = _cores_for_peak()
+    else:
+        cores, cores_basis = positive_int("cores", cores), "cores"
+    fma_units = positive_int("fma_units", fma_units)
     if clock_hz is None:
-        raise RuntimeError("could not read the CPU clock; pass clock_hz= (e.g. 3.0e9)")
-    if clock_hz <= 0:
-        raise ValueError(f"clock_hz={clock_hz} must be positive")
+        clock_hz, clock_basis = _clock_hz()
+        if clock_hz is None:
+            raise RuntimeError("could not read the CPU clock; pass clock_hz= (e.g. 3.0e9)")
+    else:
+        clock_hz, clock_basis = positive_number("clock_hz", clock_hz), "given"
     if flags is None:
         flags = set((_cpuinfo_field("flags") or _cpuinfo_field("Features") or "").split())
+    elif not isinstance(flags, set | frozenset) or not all(isinstance(f, str) for f in flags):
+        raise ValueError(f"flags={flags!r} must be a set of str such as {{'avx2', 'fma'}}")
     isa, bits = _vector_unit(flags)
     per_cycle = (bits // 32) * 2 * fma_units
-    return CpuPeak(cores, clock_hz, isa, bits, fma_units, per_cycle, cores * clock_hz * per_cycle)
+    return CpuPeak(
+        cores,
+        clock_hz,
+        isa,
+        bits,
+        fma_units,
+        per_cycle,
+        cores * clock_hz * per_cycle,
+        cores_basis,
+        clock_basis,
+    )
 
 
-def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time: float = 0.5) -> float:
+def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time_s: float = 0.5) -> float:
     """Measure this machine's main-memory bandwidth in bytes/s with a large NumPy copy.
 
-    Copies one array into another (``np.copyto``), large enough to spill out of the caches,
-    and counts the bytes read plus the bytes written.
+    Copies one array into another (``np.copyto``, one thread), large enough to spill out of
+    the caches, and counts the bytes read plus the bytes written.
 
     Parameters
     ----------
     array_bytes : int
         Size of each of the two arrays; keep it several times the last-level cache.
-    min_run_time : float
+    min_run_time_s : float
         Seconds of repeated copying to take the median over.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.measure_memory_bandwidth(array_bytes=2**20, min_run_time=0.05) > 1e8
+    >>> gl.measure_memory_bandwidth(array_bytes=2**20, min_run_time_s=0.05) > 1e8
     True
     """
     from gpulab.bench import benchmark
 
+    array_bytes = positive_int("array_bytes", array_bytes)
     if array_bytes < 1024:
         raise ValueError(f"array_bytes={array_bytes} is too small to measure; use >= 1024")
+    min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
     src = np.ones(array_bytes // 8, dtype=np.float64)
     dst = np.empty_like(src)
-    result = benchmark(lambda: np.copyto(dst, src), min_run_time=min_run_time)
+    result = benchmark(lambda: np.copyto(dst, src), min_run_time_s=min_run_time_s)
     return result.bytes_per_s(2 * src.nbytes)

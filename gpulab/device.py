@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 
 from gpulab.cpu import cpu_cores, cpu_model
+from gpulab.units import format_bytes
 
 __all__ = ["DeviceInfo", "detect_device", "best_device", "advice", "doctor", "in_colab"]
 
@@ -39,11 +40,11 @@ class DeviceInfo:
         GPU memory in bytes.
     sm_count : int or None
         Streaming multiprocessors on the GPU.
-    gpu_count : int
+    n_gpus : int
         CUDA devices visible to this process.
     cpu_model : str
     cpu_cores : int
-        Cores this process may use.
+        Logical CPUs this process may use.
     python_version, platform : str
     torch_version : str or None
         None when torch is not installed.
@@ -66,7 +67,7 @@ class DeviceInfo:
     compute_capability: tuple[int, int] | None = None
     memory_bytes: int | None = None
     sm_count: int | None = None
-    gpu_count: int = 0
+    n_gpus: int = 0
     cpu_model: str = ""
     cpu_cores: int = 1
     python_version: str = field(default_factory=platform.python_version)
@@ -112,7 +113,7 @@ def _probe_torch() -> dict:
             compute_capability=(props.major, props.minor),
             memory_bytes=int(props.total_memory),
             sm_count=int(props.multi_processor_count),
-            gpu_count=torch.cuda.device_count(),
+            n_gpus=torch.cuda.device_count(),
         )
     elif getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         info.update(kind="mps", name="Apple GPU (Metal)")
@@ -204,6 +205,12 @@ def best_device():
     return torch.device("cpu")
 
 
+def _check_info(info) -> DeviceInfo:
+    if not isinstance(info, DeviceInfo):
+        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
+    return info
+
+
 def _cuda_major(version: str | None) -> int | None:
     if not version:
         return None
@@ -222,6 +229,7 @@ def advice(info: DeviceInfo) -> list[str]:
     >>> gl.advice(gl.DeviceInfo(kind="cpu", name="x", in_colab=True, torch_version="2.4"))[0]
     'No GPU in this Colab session: Runtime > Change runtime type > T4 GPU, then run the lab again.'
     """
+    _check_info(info)
     tips: list[str] = list(info.problems)
     if info.torch_version is None:
         tips.append(
@@ -262,7 +270,7 @@ def advice(info: DeviceInfo) -> list[str]:
 
 def _report(info: DeviceInfo) -> str:
     def gib(n: int | None) -> str:
-        return f"{n / 2**30:.1f} GiB" if n else "-"
+        return format_bytes(n, binary=True) if n else "-"
 
     cc = ".".join(map(str, info.compute_capability)) if info.compute_capability else "-"
     cupy = info.cupy_version or "not installed"
@@ -270,7 +278,7 @@ def _report(info: DeviceInfo) -> str:
         cupy += f" ({info.cupy_package}{', usable' if info.cupy_usable else ', no GPU'})"
     rows = [
         ("Device", f"{info.kind}: {info.name}"),
-        ("GPUs visible", str(info.gpu_count)),
+        ("GPUs visible", str(info.n_gpus)),
         ("Compute capability", cc),
         ("GPU memory", gib(info.memory_bytes)),
         ("SMs", str(info.sm_count or "-")),
@@ -306,6 +314,8 @@ def doctor(info: DeviceInfo | None = None, file=None) -> DeviceInfo:
     >>> import gpulab as gl
     >>> info = gl.doctor()  # doctest: +SKIP
     """
-    info = detect_device() if info is None else info
+    info = detect_device() if info is None else _check_info(info)
+    if file is not None and not hasattr(file, "write"):
+        raise ValueError(f"file={file!r} must be a writable file-like object, or None")
     print(_report(info), file=file or sys.stdout)
     return info

@@ -1,7 +1,7 @@
 """Energy used by a block of code: measured through NVML on NVIDIA GPUs, estimated elsewhere.
 
-``with gl.measure_energy() as m: ...`` reports joules, average watts and seconds, and says
-how it got them (:attr:`EnergyMeter.method`):
+``with gl.measure_energy() as m: ...`` reports joules, average watts and seconds
+(``time_s``), and says how it got them (:attr:`EnergyMeter.method`):
 
 ``"nvml-energy-counter"``
     The GPU's own energy counter (``nvmlDeviceGetTotalEnergyConsumption``, Volta and later):
@@ -28,6 +28,9 @@ import statistics
 import threading
 import time
 from dataclasses import dataclass
+
+from gpulab._checks import positive_int, positive_number, resolve_spec
+from gpulab.units import format_duration
 
 __all__ = [
     "ENERGY_METHODS",
@@ -98,20 +101,19 @@ def cpu_watts_per_core() -> tuple[float, str]:
     return median, f"median TDP per core of the registry's server CPUs ({parts} W/core)"
 
 
-def assumed_power(
-    device: str = "cpu", *, spec: str | None = None, cores: int | None = None
-) -> PowerAssumption:
+def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -> PowerAssumption:
     """The power a TDP × time estimate assumes for ``device``.
 
     Parameters
     ----------
     device : {"cpu", "cuda", "mps"} or str
         Kind of device the work runs on.
-    spec : str, optional
-        A registry device name (``gl.get_spec``): use its TDP (board power for GPUs, socket
+    spec : DeviceSpec or str, optional
+        A registry entry or its name (``gl.get_spec``): use its TDP (board power for GPUs, socket
         TDP for CPUs). For a CPU socket, the TDP is scaled to ``cores`` out of its cores.
     cores : int, optional
-        CPU cores the job uses; default: the cores this process may run on.
+        CPU cores the job uses; default: the physical cores this process may run on
+        (hyperthreads share a core and its power budget).
 
     Returns
     -------
@@ -125,19 +127,18 @@ def assumed_power(
     >>> gl.assumed_power("cuda", spec="T4").watts
     70.0
     """
-    from gpulab.cpu import cpu_cores
-    from gpulab.specs import get_spec
+    from gpulab.cpu import _cores_for_peak
 
     kind = str(device).split(":")[0]
-    if cores is not None and (not isinstance(cores, int) or cores < 1):
-        raise ValueError(f"cores={cores!r} must be a positive integer")
+    if cores is not None:
+        positive_int("cores", cores)
     if spec is not None:
-        entry = get_spec(spec)
+        entry = resolve_spec("spec", spec)
         if not entry.tdp:
             raise ValueError(f"{entry.name} has no TDP in the registry; pass another spec=")
         if entry.kind == "cpu":
             socket_cores = _cores_in_notes(entry.notes)
-            used = cores or cpu_cores()
+            used = cores or _cores_for_peak()[0]
             if socket_cores:
                 share = min(used, socket_cores) / socket_cores
                 return PowerAssumption(
@@ -155,7 +156,7 @@ def assumed_power(
             f"device={device!r}: no energy counter and no rated power known; pass spec= with "
             "the registry name of this device (see python -m gpulab specs)"
         )
-    used = cores or cpu_cores()
+    used = cores or _cores_for_peak()[0]
     per_core, basis = cpu_watts_per_core()
     return PowerAssumption(
         used * per_core,
@@ -195,7 +196,7 @@ class EnergyMeter:
     """Context manager that measures (or estimates) the energy used while its block runs.
 
     Create it with :func:`measure_energy`. After the block: :attr:`joules`,
-    :attr:`average_watts`, :attr:`seconds`, :attr:`method`, :attr:`is_estimate`;
+    :attr:`average_watts`, :attr:`time_s`, :attr:`method`, :attr:`is_estimate`;
     ``str(meter)`` says which of these were measured.
 
     Attributes
@@ -216,16 +217,19 @@ class EnergyMeter:
         self,
         device=None,
         *,
-        spec: str | None = None,
+        spec=None,
         cores: int | None = None,
         nvml=None,
         interval_s: float = 0.05,
         verbose: bool = True,
     ):
-        if not interval_s > 0:
-            raise ValueError(f"interval_s={interval_s!r} must be a positive number of seconds")
+        interval_s = positive_number("interval_s", interval_s)
+        if cores is not None:
+            positive_int("cores", cores)
+        if not isinstance(verbose, bool):
+            raise ValueError(f"verbose={verbose!r} must be True or False")
         self._device = device
-        self._spec = spec
+        self._spec = None if spec is None else resolve_spec("spec", spec)
         self._cores = cores
         self._nvml = nvml
         self._interval_s = interval_s
@@ -236,9 +240,10 @@ class EnergyMeter:
         self.fallback_reasons: tuple[str, ...] = ()
         self.samples: list[tuple[float, float]] = []
         self.joules = float("nan")
-        self.seconds = float("nan")
+        self.time_s = float("nan")
         self._assumed_watts = float("nan")
         self._handle = None
+        self._index = 0
         self._nvml_live = False
         self._start_mj = 0
         self._thread: threading.Thread | None = None
@@ -254,14 +259,14 @@ class EnergyMeter:
 
     @property
     def average_watts(self) -> float:
-        """Joules divided by seconds."""
-        return self.joules / self.seconds if self.seconds > 0 else float("nan")
+        """Joules divided by seconds (NaN until the block has run)."""
+        return self.joules / self.time_s if self.time_s > 0 else float("nan")
 
     def __str__(self) -> str:
         if not self.method:
             return "EnergyMeter (not used yet)"
         numbers = (
-            f"{self.joules:,.4g} J over {self.seconds:.3g} s "
+            f"{self.joules:,.4g} J over {format_duration(self.time_s)} "
             f"(average {self.average_watts:,.4g} W) on {self.device_name}"
         )
         if self.is_estimate:
@@ -341,12 +346,12 @@ class EnergyMeter:
     def _use_estimate(self, kind: str) -> None:
         spec = self._spec
         if spec is None and kind == "cuda":
-            spec = self._registry_name_of_gpu()
+            spec = self._registry_entry_of_gpu()
         assumption = assumed_power(kind, spec=spec, cores=self._cores)
         self.method = "estimate-tdp"
         self._assumed_watts = assumption.watts
         if spec is not None:
-            self.device_name = spec
+            self.device_name = spec.name
         elif not self.device_name:
             self.device_name = "this CPU" if kind == "cpu" else kind
         self.assumptions = (
@@ -358,29 +363,39 @@ class EnergyMeter:
                 print(f"Energy: {reason}.")
             print("Energy: ESTIMATE, not a measurement. " + "; ".join(self.assumptions) + ".")
 
-    def _registry_name_of_gpu(self) -> str | None:
-        """The registry entry matching torch's GPU name, or None when none matches uniquely."""
+    def _registry_entry_of_gpu(self):
+        """The registry entry of the GPU torch reports (:func:`gpulab.find_spec`).
+
+        Raises ValueError asking for ``spec=`` when the exact part is not in the registry:
+        a sibling's rated power (an SXM module's for a PCIe card) would be a wrong estimate.
+        """
+        from gpulab.specs import _match_driver_name
+
         try:
             import torch
 
-            name = torch.cuda.get_device_name()
-        except Exception:
-            return None
-        from gpulab.specs import get_spec
-
-        words = [w for w in re.findall(r"[A-Za-z0-9]+", name) if w.lower() != "nvidia"]
-        while words:  # drop trailing words ("HBM3", "PCIe") until one entry fits
-            try:
-                return get_spec(" ".join(words)).name
-            except ValueError:
-                words.pop()
-        return None
+            name = torch.cuda.get_device_name(self._index)
+        except Exception as exc:  # no CUDA here, or a driver that cannot name the GPU
+            raise ValueError(
+                f"CUDA GPU {self._index}: no energy counter, and torch cannot name it "
+                f"({type(exc).__name__}: {exc}); pass spec= with the registry name of this "
+                "device (see python -m gpulab specs)"
+            ) from None
+        spec, why = _match_driver_name(name)
+        if spec is None:
+            raise ValueError(
+                f"CUDA GPU {self._index}: no energy counter and no rated power known for "
+                f"{name!r} ({why}); pass spec= with the registry name of this device "
+                "(see python -m gpulab specs)"
+            )
+        return spec
 
     # --- the context manager ------------------------------------------------------------
     def __enter__(self) -> EnergyMeter:
         from gpulab.bench import synchronize
 
         kind, index = self._device_kind()
+        self._index = index
         if kind == "cuda":
             if not self._try_nvml(index):
                 self._use_estimate(kind)
@@ -411,7 +426,7 @@ class EnergyMeter:
         from gpulab.bench import synchronize
 
         synchronize()
-        self.seconds = time.perf_counter() - self._t0
+        self.time_s = time.perf_counter() - self._t0
         try:
             if self.method == "nvml-energy-counter":
                 end_mj = self._nvml.nvmlDeviceGetTotalEnergyConsumption(self._handle)
@@ -422,7 +437,7 @@ class EnergyMeter:
                     self._thread.join(timeout=max(2.0, 10 * self._interval_s))
                 self._finish_sampling()
             else:
-                self.joules = self._assumed_watts * self.seconds
+                self.joules = self._assumed_watts * self.time_s
         finally:
             self._shutdown()
 
@@ -432,7 +447,7 @@ class EnergyMeter:
                 _nvml_reason(self._sampling_error, "read the power draw") + " during the block"
             ) from self._sampling_error
         last = self._nvml.nvmlDeviceGetPowerUsage(self._handle) / 1000
-        self.samples.append((self.seconds, last))
+        self.samples.append((self.time_s, last))
         times = [t for t, _ in self.samples]
         watts = [w for _, w in self.samples]
         self.joules = sum(
@@ -444,7 +459,7 @@ class EnergyMeter:
 def measure_energy(
     device=None,
     *,
-    spec: str | None = None,
+    spec=None,
     cores: int | None = None,
     nvml=None,
     interval_s: float = 0.05,
@@ -457,12 +472,15 @@ def measure_energy(
     device : {"cpu", "cuda", "cuda:N", "mps"} or torch.device, optional
         Where the work runs; default :func:`gpulab.best_device`. On a CUDA GPU NVML is
         tried first; everything else is estimated.
-    spec : str, optional
-        Registry name whose TDP an estimate should use (e.g. ``"T4"``, ``"Xeon 8380"``).
-        Default for a CPU: this process's cores × the registry's median watts per core
-        (:func:`cpu_watts_per_core`); for a GPU: the registry entry matching its name.
+    spec : DeviceSpec or str, optional
+        Registry entry (or its name) whose TDP an estimate should use (e.g. ``"T4"``,
+        ``"Xeon 8380"``). Default for a CPU: this process's cores × the registry's median
+        watts per core (:func:`cpu_watts_per_core`); for a GPU: the registry entry of the
+        exact part torch reports (:func:`gpulab.find_spec`); if there is none, a
+        ``ValueError`` asks for ``spec=``.
     cores : int, optional
-        CPU cores the job uses (CPU estimates); default: all this process may use.
+        CPU cores the job uses (CPU estimates); default: the physical cores this process
+        may use.
     nvml : object, optional
         Stand-in for the ``pynvml`` module (tests pass a fake).
     interval_s : float

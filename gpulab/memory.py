@@ -35,8 +35,10 @@ import contextlib
 import copy
 from dataclasses import dataclass
 
+from gpulab._checks import choice, fraction, non_negative_int, positive_int, resolve_spec
 from gpulab.precision import TRAINING_PRECISIONS
-from gpulab.specs import DeviceSpec, get_spec, list_specs
+from gpulab.specs import list_specs
+from gpulab.units import format_bytes
 
 __all__ = [
     "OPTIMIZERS",
@@ -44,7 +46,6 @@ __all__ = [
     "activation_bytes",
     "bytes_per_param",
     "estimate_training_memory",
-    "format_bytes",
     "gpus_that_fit",
     "measure_training_memory",
     "memory_calculator",
@@ -59,32 +60,8 @@ _STATES_PER_PARAM = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2}
 _PARTS = ("parameters", "gradients", "optimizer states", "activations")
 
 
-def _check_choice(name: str, value, allowed: tuple[str, ...]) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not known; use one of {', '.join(allowed)}")
-
-
 def _check_count(name: str, value, *, allow_zero: bool) -> None:
-    ok = isinstance(value, int) and not isinstance(value, bool)
-    if not ok or value < 0 or (value == 0 and not allow_zero):
-        what = "a non-negative" if allow_zero else "a positive"
-        raise ValueError(f"{name}={value!r} must be {what} integer")
-
-
-def format_bytes(nbytes: float) -> str:
-    """Bytes in binary units, e.g. ``'1.50 GiB'``.
-
-    Examples
-    --------
-    >>> format_bytes(3 * 2**29)
-    '1.50 GiB'
-    >>> format_bytes(512)
-    '512 B'
-    """
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(nbytes) >= size:
-            return f"{nbytes / size:.2f} {unit}"
-    return f"{nbytes:.0f} B"
+    (non_negative_int if allow_zero else positive_int)(name, value)
 
 
 def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[str, int]:
@@ -97,22 +74,14 @@ def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[st
     >>> sum(bytes_per_param("bf16", "sgd").values())
     4
     """
-    _check_choice("precision", precision, TRAINING_PRECISIONS)
-    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    choice("precision", precision, TRAINING_PRECISIONS)
+    choice("optimizer", optimizer, OPTIMIZERS)
     width = _WEIGHT_BYTES[precision]
     return {
         "parameters": width,
         "gradients": width,
         "optimizer states": width * _STATES_PER_PARAM[optimizer],
     }
-
-
-def _as_spec(device) -> DeviceSpec:
-    if isinstance(device, DeviceSpec):
-        return device
-    if isinstance(device, str):
-        return get_spec(device)
-    raise ValueError(f"device={device!r} must be a DeviceSpec or a registry name such as 'T4'")
 
 
 @dataclass(frozen=True)
@@ -147,12 +116,12 @@ class MemoryEstimate:
         values = (self.params_bytes, self.grads_bytes, self.optimizer_bytes, self.activations_bytes)
         return dict(zip(_PARTS, values, strict=True))
 
-    def fits(self, device, *, headroom: float = 0.9) -> bool:
+    def fits(self, spec, *, headroom: float = 0.9) -> bool:
         """Whether the total fits in ``headroom`` of the device's memory.
 
         Parameters
         ----------
-        device : DeviceSpec or str
+        spec : DeviceSpec or str
             A registry entry or its name (``"T4"``, ``"A100 80GB"``).
         headroom : float
             Usable fraction of the memory (the CUDA context, the allocator's cache and
@@ -164,9 +133,8 @@ class MemoryEstimate:
         >>> est.fits("A100 80GB"), est.fits("T4")
         (True, False)
         """
-        if not (isinstance(headroom, int | float) and 0 < headroom <= 1):
-            raise ValueError(f"headroom={headroom!r} must be a fraction in (0, 1]")
-        spec = _as_spec(device)
+        headroom = fraction("headroom", headroom, allow_zero=False)
+        spec = resolve_spec("spec", spec)
         if spec.memory_bytes is None:
             raise ValueError(
                 f"{spec.name} has no fixed memory size in the registry (it depends on the "
@@ -178,8 +146,10 @@ class MemoryEstimate:
         lines = [f"Training memory ({self.precision}, {self.optimizer})"]
         total = self.total_bytes or 1
         for name, nbytes in self.breakdown().items():
-            lines.append(f"  {name:<17} {format_bytes(nbytes):>11}  {nbytes / total:6.1%}")
-        lines.append(f"  {'total':<17} {format_bytes(self.total_bytes):>11}")
+            lines.append(
+                f"  {name:<17} {format_bytes(nbytes, binary=True):>11}  {nbytes / total:6.1%}"
+            )
+        lines.append(f"  {'total':<17} {format_bytes(self.total_bytes, binary=True):>11}")
         return "\n".join(lines)
 
 
@@ -217,10 +187,10 @@ def estimate_training_memory(
       gradients            3.81 MiB   25.0%
       optimizer states     7.63 MiB   50.0%
       activations               0 B    0.0%
-      total               15.26 MiB
+      total                15.3 MiB
     """
-    _check_count("n_params", n_params, allow_zero=False)
-    _check_count("activations_bytes", activations_bytes, allow_zero=True)
+    positive_int("n_params", n_params)
+    non_negative_int("activations_bytes", activations_bytes)
     per_param = bytes_per_param(precision, optimizer)
     return MemoryEstimate(
         params_bytes=n_params * per_param["parameters"],
@@ -243,6 +213,7 @@ def gpus_that_fit(estimate: MemoryEstimate, *, kind: str = "gpu", headroom: floa
     """
     if not isinstance(estimate, MemoryEstimate):
         raise ValueError(f"estimate={estimate!r} must be a MemoryEstimate")
+    headroom = fraction("headroom", headroom, allow_zero=False)
     specs = [s for s in list_specs(kind) if s.memory_bytes is not None]
     fitting = [s for s in specs if estimate.fits(s, headroom=headroom)]
     return sorted(fitting, key=lambda s: (s.memory_bytes, s.year, s.name))
@@ -320,7 +291,7 @@ def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
     """
     import torch
 
-    _check_choice("precision", precision, TRAINING_PRECISIONS)
+    choice("precision", precision, TRAINING_PRECISIONS)
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
     model, inputs = _prepare(model, example_input, precision)
@@ -377,17 +348,42 @@ def _optimizer_state_tensors(opt):
                 yield value
 
 
+def _allocation_events(prof) -> list[tuple[int, int]] | None:
+    """(start ns, bytes) of every CPU allocation and free the profiler recorded.
+
+    These come from ``prof.profiler.kineto_results``, a private PyTorch API (the public
+    ``prof.events()`` keeps only allocations made outside operators); None when this
+    version of torch does not have it.
+    """
+    try:
+        events = prof.profiler.kineto_results.events()
+        return [
+            (e.start_ns(), e.nbytes())
+            for e in events
+            if e.name() == "[memory]" and e.device_type().name == "CPU"
+        ]
+    except AttributeError:
+        return None
+
+
 def _cpu_peak_during(step) -> int:
     """Peak bytes allocated on the CPU while ``step()`` runs, from the profiler's memory events."""
+    import torch
     from torch.profiler import ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         step()
-    events = [e for e in prof.profiler.kineto_results.events() if e.name() == "[memory]"]
-    events = [e for e in events if e.device_type().name == "CPU"]
+    events = _allocation_events(prof)
+    if events is None:
+        raise RuntimeError(
+            f"torch {torch.__version__} does not expose the profiler's memory events "
+            "(prof.profiler.kineto_results), so the peak of a training step on the CPU "
+            "cannot be measured here. Use estimate_training_memory alone, or measure on a "
+            "CUDA GPU, where torch.cuda.max_memory_allocated gives the peak."
+        )
     running = peak = 0
-    for event in sorted(events, key=lambda e: e.start_ns()):
-        running += event.nbytes()
+    for _, nbytes in sorted(events):
+        running += nbytes
         peak = max(peak, running)
     return peak
 
@@ -406,8 +402,9 @@ def measure_training_memory(
     The bytes already held when the step starts (weights, optimizer states, the batch:
     summed from the tensors themselves) plus the peak of what the step allocates on top:
     on a CUDA GPU from ``torch.cuda.max_memory_allocated``, on a CPU from the memory
-    events the PyTorch profiler records (``profile_memory=True``). Other tensors the
-    process holds do not count. One warm-up step runs
+    events the PyTorch profiler records (``profile_memory=True``; they are read through a
+    private PyTorch API, and a torch without it raises ``RuntimeError`` saying so rather
+    than guessing). Other tensors the process holds do not count. One warm-up step runs
     first so the optimizer has created its state. The model is trained on a copy;
     ``model`` itself is not changed.
 
@@ -426,8 +423,12 @@ def measure_training_memory(
     import torch
     import torch.nn.functional as F
 
-    _check_choice("precision", precision, TRAINING_PRECISIONS)
-    _check_choice("optimizer", optimizer, OPTIMIZERS)
+    choice("precision", precision, TRAINING_PRECISIONS)
+    choice("optimizer", optimizer, OPTIMIZERS)
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+    if loss_fn is not None and not callable(loss_fn):
+        raise ValueError(f"loss_fn={loss_fn!r} must be a callable (outputs, targets) -> loss")
     loss_fn = loss_fn or F.cross_entropy
     model, inputs = _prepare(copy.deepcopy(model), inputs, precision)
     device = _model_device(model)
@@ -465,7 +466,7 @@ def memory_report(estimate: MemoryEstimate, *, headroom: float = 0.9) -> str:
     --------
     >>> est = estimate_training_memory(10**9, precision="bf16", optimizer="sgd")
     >>> print(memory_report(est).splitlines()[-1])
-    Fits in 90% of: Tesla P100 PCIe 16GB, Tesla T4, Tesla K80, ... and 14 more (17 of 17 GPUs)
+    Fits in 90% of: Tesla P100 PCIe 16GB, Tesla T4, Tesla K80, ... and 15 more (18 of 18 GPUs)
     """
     fitting = gpus_that_fit(estimate, headroom=headroom)
     total = len([s for s in list_specs("gpu") if s.memory_bytes is not None])

@@ -19,7 +19,6 @@ Every report is checked against ``gpulab/data/bench_report.schema.json``
 from __future__ import annotations
 
 import json
-import re
 import time
 from collections.abc import Callable
 from importlib import resources
@@ -93,13 +92,31 @@ required property; (top level): 'reference' is a required property
 def reference_for(info) -> dict:
     """The figures to set beside this device's measurements, with where they come from.
 
-    A GPU found in the registry gives its datasheet peaks and memory bandwidth with the
-    source URL; a CPU gets :func:`gpulab.estimate_cpu_peak` (FP32 only), labelled as an
-    estimate; anything else gets ``{"kind": "none"}`` with the reason.
+    A GPU whose exact part is in the registry (:func:`gpulab.find_spec`: same model, form
+    factor and memory) gives its datasheet peaks and memory bandwidth with the source URL;
+    a CPU gets :func:`gpulab.estimate_cpu_peak` (FP32 only), labelled as an estimate;
+    anything else gets ``{"kind": "none"}`` with the reason, never a sibling's figures.
+
+    Parameters
+    ----------
+    info : DeviceInfo
+        What :func:`gpulab.detect_device` found.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> ref = reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA H100 80GB HBM3"))
+    >>> ref["kind"], ref["name"], ref["peak_flops"]["bf16"] / 1e12
+    ('datasheet', 'H100 SXM5 80GB', 989.5)
+    >>> reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA A100-PCIE-40GB"))["kind"]
+    'none'
     """
     from gpulab.cpu import estimate_cpu_peak
-    from gpulab.specs import get_spec
+    from gpulab.device import DeviceInfo
+    from gpulab.specs import _match_driver_name
 
+    if not isinstance(info, DeviceInfo):
+        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
     if info.kind == "cpu":
         try:
             peak = estimate_cpu_peak()
@@ -113,11 +130,11 @@ def reference_for(info) -> dict:
             "memory_bandwidth": None,
             "formula": peak.formula,
         }
-    name = re.sub(r"^NVIDIA\s+", "", info.name)
-    try:
-        spec = get_spec(name)
-    except ValueError as exc:
-        return {"kind": "none", "label": f"{info.name} is not in the registry ({exc.args[0]})"}
+    if info.kind == "mps":
+        return {"kind": "none", "label": "Apple GPUs publish no peak figures the registry holds"}
+    spec, why = _match_driver_name(info.name)
+    if spec is None:
+        return {"kind": "none", "label": f"{info.name} is not in the registry: {why}"}
     return {
         "kind": "datasheet",
         "label": "datasheet (gpulab registry)",
@@ -145,22 +162,51 @@ def _entry(name: str, result, work: float, params: dict, dtype: str | None = Non
     }
 
 
-def _dtype_support(torch, device) -> dict[str, str | None]:
-    """For each dtype, None when it can be measured here, else the reason it cannot."""
-    support: dict[str, str | None] = {"fp32": None, "bf16": None, "fp16": None}
+def _cuda_support(capability: tuple[int, int]) -> dict[str, str | None]:
+    """For each dtype, None when a CUDA GPU of this compute capability runs it in hardware.
+
+    TF32 and BF16 Tensor Cores came with Ampere (compute capability 8.0). On older GPUs
+    torch still accepts BF16 (``torch.cuda.is_bf16_supported()`` counts emulation), but a
+    measurement would time the emulation, not the hardware, so it is skipped with the reason.
+    """
+    major, minor = capability
+    support: dict[str, str | None] = {"fp32": None, "bf16": None, "fp16": None, "tf32": None}
+    if major < 8:
+        needs = f"needs compute capability 8.0 or later (this GPU: {major}.{minor})"
+        support["tf32"] = f"TF32 Tensor Cores: {needs}"
+        support["bf16"] = f"BF16 Tensor Cores: {needs}; torch would only emulate BF16"
+    return support
+
+
+def _dtype_support(torch, device, *, probe: bool = True) -> dict[str, str | None]:
+    """For each dtype, None when it can be measured here, else the reason it cannot.
+
+    ``probe`` runs a tiny matmul in each remaining dtype to catch what the capability does
+    not tell (a build without a kernel for it).
+    """
     if device.type == "cuda":
-        major, _ = torch.cuda.get_device_capability(device)
-        support["tf32"] = None if major >= 8 else "TF32 needs compute capability 8.0 or later"
-        if not torch.cuda.is_bf16_supported():
-            support["bf16"] = "this GPU has no BF16 support"
+        support = _cuda_support(tuple(torch.cuda.get_device_capability(device)))
+    else:
+        support = {"fp32": None, "bf16": None, "fp16": None}
     for dtype, reason in support.items():
-        if reason is None and dtype != "tf32":
+        if probe and reason is None and dtype != "tf32":
             try:
-                probe = torch.ones(8, 8, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=device)
-                probe @ probe
+                probe_ = torch.ones(8, 8, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=device)
+                probe_ @ probe_
             except (RuntimeError, TypeError) as exc:
                 support[dtype] = f"matmul in {dtype} is not supported here ({exc})"
     return support
+
+
+def _problem_sizes(device, quick: bool) -> dict[str, int]:
+    """Matmul size, copy bytes and transfer bytes for ``device`` (GPU sizes on any GPU)."""
+    kind = "cpu" if device.type == "cpu" else "gpu"
+    pick = 0 if quick else 1
+    return {
+        "matmul_n": _SIZES[kind]["matmul_n"][pick],
+        "copy_bytes": _SIZES[kind]["copy_bytes"][pick],
+        "transfer_bytes": _TRANSFER_BYTES[pick],
+    }
 
 
 _TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
@@ -253,35 +299,38 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
 
     if not isinstance(quick, bool):
         raise ValueError(f"quick={quick!r} must be True or False")
+    if not isinstance(notes, str):
+        raise ValueError(f"notes={notes!r} must be a str")
+    if progress is not None and not callable(progress):
+        raise ValueError(f"progress={progress!r} must be a callable such as print, or None")
     info = detect_device()
     device = best_device()
-    kind = "cpu" if device.type == "cpu" else "gpu"
-    pick = 0 if quick else 1
-    min_run_time = 0.2 if quick else 1.0
+    sizes = _problem_sizes(device, quick)
+    min_run_time_s = 0.2 if quick else 1.0
     say = progress or (lambda _: None)
 
     def bench(fn, label):
         say(label)
-        min_time = min_run_time
+        min_time_s = min_run_time_s
         if not quick:  # time one call so that slow ones still get enough blocks for an IQR
             fn()
             synchronize()
             start = time.perf_counter()
             fn()
             synchronize()
-            min_time = max(
-                min_run_time, 1.2 * MIN_SAMPLES_FOR_SPREAD * (time.perf_counter() - start)
+            min_time_s = max(
+                min_run_time_s, 1.2 * MIN_SAMPLES_FOR_SPREAD * (time.perf_counter() - start)
             )
-        return benchmark(fn, label=label, min_run_time=min_time)
+        return benchmark(fn, label=label, min_run_time_s=min_time_s)
 
     results, skipped = [], []
     support = _dtype_support(torch, device)
-    matmuls, skipped_mm = _matmuls(torch, device, _SIZES[kind]["matmul_n"][pick], bench, support)
+    matmuls, skipped_mm = _matmuls(torch, device, sizes["matmul_n"], bench, support)
     results += matmuls
     skipped += skipped_mm
-    results.append(_copy(torch, device, _SIZES[kind]["copy_bytes"][pick], bench))
+    results.append(_copy(torch, device, sizes["copy_bytes"], bench))
     if device.type == "cuda":
-        results += _transfers(torch, device, _TRANSFER_BYTES[pick], bench)
+        results += _transfers(torch, device, sizes["transfer_bytes"], bench)
     else:
         skipped.append({"name": "h2d/d2h", "dtype": None, "reason": "no CUDA GPU here"})
     results.append(_train_step(torch, device, bench))

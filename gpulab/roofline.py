@@ -338,7 +338,7 @@ def measure_ceilings(
 
     src = torch.ones(copy_bytes // 4, dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
-    copy = benchmark(lambda: dst.copy_(src), min_run_time=min_run_time, label="copy")
+    copy = benchmark(lambda: dst.copy_(src), min_run_time_s=min_run_time, label="copy")
     bandwidth = copy.bytes_per_s(2 * src.nbytes)
 
     torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
@@ -348,7 +348,7 @@ def measure_ceilings(
     tf32_before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
     try:
-        mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time=min_run_time, label="matmul")
+        mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time, label="matmul")
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32_before
     peak = mm.flops_per_s(2 * matmul_n**3)

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
-from gpulab.precision import PEAK_PRECISIONS
+from gpulab.precision import PEAK_PRECISIONS, peak_precision
 
 __all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES"]
 
@@ -71,6 +71,9 @@ class DeviceSpec:
         The datasheet or page the figures come from.
     notes : str
         Caveats: what was halved, derived or left unverified.
+    form_factor : str
+        How the device is packaged, e.g. ``"SXM4 module"``, ``"PCIe card (dual-slot)"``:
+        an SXM module and a PCIe card of the same chip have different figures.
     """
 
     name: str
@@ -89,30 +92,38 @@ class DeviceSpec:
     launch_price_usd: float | None = None
     source_url: str = ""
     notes: str = ""
+    form_factor: str = ""
 
-    def peak(self, dtype: str = "fp32") -> float:
-        """Peak dense FLOP/s for ``dtype``.
+    def peak(self, precision: str = "fp32") -> float:
+        """Peak dense FLOP/s at ``precision``.
+
+        Parameters
+        ----------
+        precision : str
+            One of :data:`gpulab.PRECISIONS`; mixed precision (``"amp_bf16"``,
+            ``"amp_fp16"``) runs its matrix products at the 16-bit peak.
 
         Raises
         ------
         ValueError
-            If ``dtype`` is not one of :data:`DTYPES` or the datasheet gives no figure for it.
+            If ``precision`` is not known or the datasheet gives no figure for it.
 
         Examples
         --------
         >>> import gpulab as gl
         >>> gl.get_spec("A100 80GB").peak("bf16") / 1e12
         312.0
+        >>> gl.get_spec("A100 80GB").peak("amp_bf16") / 1e12
+        312.0
         """
-        if dtype not in DTYPES:
-            raise ValueError(f"dtype={dtype!r} is not known; use one of {', '.join(DTYPES)}")
-        if dtype not in self.peak_flops:
+        key = peak_precision(precision)  # refuses an unknown name, naming ``precision``
+        if key not in self.peak_flops:
             have = ", ".join(self.peak_flops) or "none"
             raise ValueError(
-                f"{self.name} has no {dtype} figure in its datasheet "
+                f"{self.name} has no {key} figure in its datasheet "
                 f"(it lists: {have}); source: {self.source_url}"
             )
-        return self.peak_flops[dtype]
+        return self.peak_flops[key]
 
     @property
     def ridge_point(self) -> float | None:
@@ -162,6 +173,7 @@ def _row_to_spec(row: dict[str, str]) -> DeviceSpec:
         launch_price_usd=_number(row["launch_price_usd"]),
         source_url=row["source_url"],
         notes=row["notes"],
+        form_factor=row["form_factor"],
     )
 
 
@@ -203,11 +215,57 @@ def _matches(query: list[str], name: str) -> bool:
     return all(any(w.startswith(q) for w in words) for q in query)
 
 
+# Words in device names that say how a chip is packaged. The same chip as an SXM module and
+# as a PCIe card has different clocks, memory bandwidth and power, so they are told apart.
+_FORM_WORD = re.compile(r"(sxm|pcie|nvl|oam|laptop|mobile)(\d*)")
+_MEMORY_TYPE_WORD = re.compile(r"(hbm\d*e?|gddr\d+x?|lpddr\d+x?)")
+_MEMORY_SIZE_WORD = re.compile(r"(\d+)gb")
+_VENDOR_WORDS = ("nvidia", "amd", "tesla")
+
+
+def _model(tokens: list[str]) -> str | None:
+    """The product's model word: the first with a digit ("a100", "3090", "mi300x")."""
+    return next((t for t in tokens if any(c.isdigit() for c in t)), None)
+
+
+def _form(text: str) -> tuple[str, str] | None:
+    """(family, generation) of the first form-factor word in ``text``: ("sxm", "4")."""
+    for token in _tokens(text):
+        match = _FORM_WORD.fullmatch(token)
+        if match:
+            return match.group(1), match.group(2)
+    return None
+
+
+def _same_form(said: tuple[str, str], spec: DeviceSpec) -> bool:
+    have = _form(spec.form_factor)
+    if have is None or have[0] != said[0]:
+        return False
+    return not (said[1] and have[1]) or said[1] == have[1]
+
+
+def _prefer_sxm(hits: list[DeviceSpec], query: list[str]) -> DeviceSpec | None:
+    """For a name that says no form factor, the SXM module among one product's variants.
+
+    "A100 80GB" fits the SXM4 module and the PCIe card; NVIDIA's headline figures, and this
+    course's, are the SXM module's, so a name that does not say "PCIe" means it.
+    """
+    if any(_FORM_WORD.fullmatch(q) for q in query):
+        return None
+    if len({_model(_tokens(s.name)) for s in hits}) != 1:
+        return None
+    sxm = [s for s in hits if (_form(s.form_factor) or ("",))[0] == "sxm"]
+    return sxm[0] if len(sxm) == 1 else None
+
+
 def get_spec(name: str) -> DeviceSpec:
     """Look a device up by a forgiving name: case, spaces and punctuation do not matter.
 
-    ``"h100 sxm"``, ``"H100-SXM5"`` and ``"H100 SXM5 80GB"`` all find the same entry; a
-    name that fits several entries, or none, raises an error that lists the candidates.
+    ``"h100 sxm"``, ``"H100-SXM5"`` and ``"H100 SXM5 80GB"`` all find the same entry. A name
+    that does not say the form factor means the SXM module when the product also comes as
+    a PCIe card (``"A100 80GB"`` is the SXM4 module; say ``"A100 80GB PCIe"`` for the
+    card). A name that fits several entries otherwise, or none, raises an error that lists
+    the candidates.
 
     Parameters
     ----------
@@ -229,22 +287,29 @@ def get_spec(name: str) -> DeviceSpec:
     >>> spec = gl.get_spec("t4")
     >>> spec.name, spec.memory_bandwidth / 1e9
     ('Tesla T4', 320.0)
+    >>> gl.get_spec("A100 80GB").name, gl.get_spec("A100 80GB PCIe").name
+    ('A100 80GB SXM4', 'A100 80GB PCIe')
 
     See also
     --------
     list_specs : every entry.
+    find_spec : the entry for a name as a driver reports it.
     """
     if not isinstance(name, str) or not name.strip():
         raise ValueError(f"name={name!r}: give a device name such as 'A100 80GB' or 'T4'")
     specs = _registry()
-    wanted = "".join(_tokens(name))
+    query = _tokens(name)
+    wanted = "".join(query)
     exact = [s for s in specs if "".join(_tokens(s.name)) == wanted]
     if exact:
         return exact[0]
-    hits = [s for s in specs if _matches(_tokens(name), s.name)]
+    hits = [s for s in specs if _matches(query, s.name)]
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
+        preferred = _prefer_sxm(hits, query)
+        if preferred is not None:
+            return preferred
         names = ", ".join(repr(s.name) for s in hits)
         raise ValueError(f"name={name!r} fits several devices: {names}; say which one")
     close = difflib.get_close_matches(name, [s.name for s in specs], n=5, cutoff=0.3)
@@ -252,34 +317,92 @@ def get_spec(name: str) -> DeviceSpec:
     raise ValueError(f"no device called {name!r} in the registry; close names: {hint}")
 
 
+def _mismatch(spec: DeviceSpec, form, size_gb, memory_type, extra) -> str | None:
+    """Why ``spec`` is not the device a driver name describes, or None if it is."""
+    if form is not None and not _same_form(form, spec):
+        said = "".join(form).upper().replace("PCIE", "PCIe")
+        return f"{spec.name} is the {spec.form_factor or 'other form factor'}, not {said}"
+    if size_gb is not None and (
+        spec.memory_bytes is None or round(spec.memory_bytes / _GB) != size_gb
+    ):
+        have = f"{spec.memory_bytes / _GB:.0f} GB" if spec.memory_bytes else "no fixed memory"
+        return f"{spec.name} has {have}, not {size_gb} GB"
+    if memory_type is not None and memory_type not in _tokens(spec.memory_type):
+        return f"{spec.name} has {spec.memory_type}, not {memory_type.upper()}"
+    missing = [w for w in extra if not _matches([w], spec.name)]
+    if missing:
+        return f"{spec.name} has no {' '.join(missing).upper()} in its name"
+    return None
+
+
+def _match_driver_name(device_name: str) -> tuple[DeviceSpec | None, str]:
+    """The registry entry for a driver's device name, and one sentence saying why.
+
+    Used by :func:`find_spec` and by the modules that explain a missing entry to the reader.
+    """
+    if not isinstance(device_name, str) or not device_name.strip():
+        raise ValueError(
+            f"device_name={device_name!r} must be a name as the driver reports it, "
+            "e.g. 'NVIDIA A100-SXM4-80GB' (torch.cuda.get_device_name())"
+        )
+    words = [w for w in _tokens(device_name) if w not in _VENDOR_WORDS]
+    model = _model(words)
+    candidates = [s for s in _registry() if model and _model(_tokens(s.name)) == model]
+    if not candidates:
+        return None, f"the registry has no entry for {device_name!r}"
+    form = size_gb = memory_type = None
+    extra = []
+    for word in words:
+        if word == model:
+            continue
+        if _FORM_WORD.fullmatch(word):
+            form = _FORM_WORD.fullmatch(word).groups()
+        elif _MEMORY_TYPE_WORD.fullmatch(word):
+            memory_type = word
+        elif _MEMORY_SIZE_WORD.fullmatch(word):
+            size_gb = int(_MEMORY_SIZE_WORD.fullmatch(word).group(1))
+        else:
+            extra.append(word)
+    reasons = {s.name: _mismatch(s, form, size_gb, memory_type, extra) for s in candidates}
+    fits = [s for s in candidates if reasons[s.name] is None]
+    if len(fits) == 1:
+        return fits[0], f"{device_name!r} is the registry entry {fits[0].name!r}"
+    if fits:
+        names = ", ".join(repr(s.name) for s in fits)
+        return None, f"{device_name!r} fits several registry entries ({names})"
+    why = "; ".join(reasons[s.name] for s in candidates)
+    return None, f"the registry has no entry for this exact part ({why})"
+
+
 def find_spec(device_name: str) -> DeviceSpec | None:
     """The registry entry for a name as the driver reports it, or None if there is none.
 
     Drivers name GPUs differently from datasheets (``"NVIDIA A100-SXM4-80GB"``,
-    ``"NVIDIA H100 80GB HBM3"``). This drops the vendor prefix and then trailing words until
-    exactly one registry entry fits (which may be a sibling, e.g. the 32 GB entry for a
-    16 GB card); it returns None rather than guess between several.
+    ``"NVIDIA H100 80GB HBM3"``, ``"NVIDIA A100 80GB PCIe"``). The entry must be the same
+    part: the same model, and the same form factor (SXM module or PCIe card), memory size
+    and memory type wherever the driver's name states them. A card whose exact part is not
+    in the registry gets None, never a sibling's figures (a PCIe card's clocks, bandwidth
+    and power differ from the SXM module's).
+
+    Parameters
+    ----------
+    device_name : str
+        As ``torch.cuda.get_device_name()`` or NVML report it.
 
     Examples
     --------
     >>> import gpulab as gl
     >>> gl.find_spec("NVIDIA A100-SXM4-80GB").name
     'A100 80GB SXM4'
+    >>> gl.find_spec("NVIDIA A100 80GB PCIe").name
+    'A100 80GB PCIe'
     >>> gl.find_spec("NVIDIA H100 80GB HBM3").name
     'H100 SXM5 80GB'
     >>> gl.find_spec("Tesla T4").name
     'Tesla T4'
+    >>> gl.find_spec("NVIDIA A100-PCIE-40GB") is None  # only the 40 GB SXM4 module is listed
+    True
     >>> gl.find_spec("NVIDIA GeForce GTX 1050") is None
     True
     """
-    words = [w for w in _tokens(device_name) if w not in ("nvidia", "amd", "tesla")]
-    # "H100 80GB HBM3": the memory type tells the SXM part from the PCIe one.
-    with_memory = [s for s in _registry() if _matches(words, f"{s.name} {s.memory_type}")]
-    if len(with_memory) == 1:
-        return with_memory[0]
-    while words:
-        try:
-            return get_spec(" ".join(words))
-        except ValueError:
-            words.pop()
-    return None
+    return _match_driver_name(device_name)[0]

@@ -4,7 +4,9 @@
 mixed precision (``torch.autocast``, plus a gradient scaler for float16) and gradient
 accumulation, shows a tqdm progress bar in samples/s, and returns :class:`TrainStats`.
 The clock is read only after the device has finished its queued work, so the
-throughput is honest on a GPU too (GPU work is asynchronous).
+throughput is honest on a GPU too (GPU work is asynchronous), and it starts only after a
+few warm-up steps, so one-off start-up costs do not count against the steady rate that
+the case studies extrapolate from.
 
 See also the chapters "Frameworks" (``book/frameworks.md``) and "Mini-batches"
 (``book/minibatches.md``).
@@ -18,46 +20,91 @@ import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 
-from gpulab._checks import positive_int
+from gpulab._checks import choice, non_negative_int, positive_int
 from gpulab.bench import synchronize
 from gpulab.device import best_device
 
 __all__ = ["TrainStats", "train"]
 
-_AMP_NAMES = {"bf16": "bfloat16", "bfloat16": "bfloat16", "fp16": "float16", "float16": "float16"}
+#: Precisions :func:`train` runs (see :data:`gpulab.PRECISIONS`): the model's own, or mixed.
+TRAIN_PRECISIONS = ("fp32", "amp_bf16", "amp_fp16")
+_AUTOCAST = {"amp_bf16": "bfloat16", "amp_fp16": "float16"}
+
+#: Optimizer steps run before the clock starts, by default (see :func:`train`).
+DEFAULT_WARMUP_STEPS = 3
+
+_clock = time.perf_counter  # the clock train() reads; tests replace it
 
 
 @dataclass
 class TrainStats:
-    """What a training run did and how fast.
+    """What a training run did and how fast, once warmed up.
+
+    The first ``warmup_steps`` optimizer steps train the model like any other but are not
+    timed: they pay for one-off costs (CUDA initialisation, cuDNN autotuning, the
+    allocator growing its cache, a DataLoader starting its workers) that a long run
+    amortises. :attr:`samples_per_s` is measured over the steps after them.
 
     Attributes
     ----------
     steps : int
-        Optimizer steps taken.
+        Optimizer steps taken, warm-up included.
     samples : int
-        Samples processed (each micro-batch's first dimension, summed).
-    seconds : float
-        Wall-clock seconds, measured after synchronizing the device.
+        Samples processed (each micro-batch's first dimension, summed), warm-up included.
+    time_s : float
+        Wall-clock seconds of the timed steps (after warm-up), read after synchronizing
+        the device.
     losses : list of float
         Loss of each optimizer step (the mean over its micro-batches).
+    warmup_steps : int
+        Steps run before the clock started.
+    warmup_samples : int
+        Samples processed in those steps.
+    warmup_time_s : float
+        Seconds the warm-up steps took.
 
     Examples
     --------
-    >>> stats = TrainStats(steps=2, samples=64, seconds=0.5, losses=[2.3, 2.1])
-    >>> stats.samples_per_s, stats.final_loss
-    (128.0, 2.1)
+    >>> stats = TrainStats(steps=5, samples=160, time_s=0.5, losses=[2.3, 2.1],
+    ...                    warmup_steps=1, warmup_samples=32, warmup_time_s=0.4)
+    >>> stats.timed_samples, stats.samples_per_s, stats.total_time_s, stats.final_loss
+    (128, 256.0, 0.9, 2.1)
     """
 
     steps: int
     samples: int
-    seconds: float
+    time_s: float
     losses: list[float] = field(default_factory=list)
+    warmup_steps: int = 0
+    warmup_samples: int = 0
+    warmup_time_s: float = 0.0
+
+    @property
+    def timed_samples(self) -> int:
+        """Samples processed after warm-up, while the clock ran."""
+        return self.samples - self.warmup_samples
 
     @property
     def samples_per_s(self) -> float:
-        """Throughput: samples per second (0.0 when no time was measured)."""
-        return self.samples / self.seconds if self.seconds > 0 else 0.0
+        """Throughput once warmed up: timed samples per timed second.
+
+        Raises
+        ------
+        ValueError
+            When no step was timed (the run was all warm-up): there is no rate to report.
+        """
+        if self.time_s <= 0 or self.timed_samples <= 0:
+            raise ValueError(
+                f"no step was timed: all {self.steps} steps were warm-up "
+                f"(warmup_steps={self.warmup_steps}); train for more steps or pass "
+                "warmup_steps=0 to time them all"
+            )
+        return self.timed_samples / self.time_s
+
+    @property
+    def total_time_s(self) -> float:
+        """Wall-clock seconds of the whole run, warm-up included."""
+        return self.warmup_time_s + self.time_s
 
     @property
     def final_loss(self) -> float:
@@ -65,19 +112,12 @@ class TrainStats:
         return self.losses[-1] if self.losses else math.nan
 
 
-def _amp_dtype(amp_dtype):
+def _autocast_dtype(precision: str):
     import torch
 
-    if amp_dtype is None:
-        return None
-    if isinstance(amp_dtype, str) and amp_dtype in _AMP_NAMES:
-        return getattr(torch, _AMP_NAMES[amp_dtype])
-    if amp_dtype in (torch.bfloat16, torch.float16):
-        return amp_dtype
-    raise ValueError(
-        f"amp_dtype={amp_dtype!r} is not supported; use None, torch.bfloat16, torch.float16, "
-        "'bf16' or 'fp16'"
-    )
+    choice("precision", precision, TRAIN_PRECISIONS)
+    name = _AUTOCAST.get(precision)
+    return None if name is None else getattr(torch, name)
 
 
 def _to(inputs, device):
@@ -134,13 +174,16 @@ def train(
     loss_fn=None,
     epochs: int = 1,
     device=None,
-    amp_dtype=None,
+    precision: str = "fp32",
     accumulation_steps: int = 1,
+    warmup_steps: int = DEFAULT_WARMUP_STEPS,
     max_steps: int | None = None,
     progress: bool = True,
     desc: str = "training",
 ) -> TrainStats:
     """Train ``model`` on ``batches`` and report how many samples per second it managed.
+
+    Every step trains the model; the first ``warmup_steps`` are left out of the timing.
 
     Parameters
     ----------
@@ -158,12 +201,15 @@ def train(
         Passes over ``batches``.
     device : str or torch.device, optional
         Where to train; :func:`gpulab.best_device` by default.
-    amp_dtype : torch.dtype or str, optional
-        ``torch.bfloat16``/``"bf16"`` or ``torch.float16``/``"fp16"`` turns on autocast
-        (float16 also turns on a gradient scaler); None trains in the model's precision.
+    precision : {"fp32", "amp_bf16", "amp_fp16"}
+        ``"fp32"`` trains in the model's own precision; ``"amp_bf16"`` and ``"amp_fp16"``
+        turn on mixed precision (``torch.autocast``; ``"amp_fp16"`` also a gradient scaler).
     accumulation_steps : int
         Micro-batches whose gradients are summed (each loss divided by this number)
         before one optimizer step. A last, incomplete group in an epoch is stepped too.
+    warmup_steps : int
+        Optimizer steps that train but are not timed (see :class:`TrainStats`); the clock
+        starts after them. 0 times every step.
     max_steps : int, optional
         Stop after this many optimizer steps.
     progress : bool
@@ -178,9 +224,9 @@ def train(
     Raises
     ------
     ValueError
-        For a non-positive ``epochs``/``accumulation_steps``/``max_steps``, an unknown
-        ``amp_dtype``, a one-shot iterator with ``epochs > 1``, no batches, or a batch that
-        is not an ``(inputs, targets)`` pair.
+        For a non-positive ``epochs``/``accumulation_steps``/``max_steps``, a negative
+        ``warmup_steps``, an unknown ``precision``, a one-shot iterator with ``epochs > 1``,
+        no batches, or a batch that is not an ``(inputs, targets)`` pair.
 
     Examples
     --------
@@ -190,8 +236,8 @@ def train(
     >>> data = [(torch.randn(8, 4), torch.randint(0, 3, (8,))) for _ in range(5)]
     >>> opt = torch.optim.SGD(model.parameters(), lr=0.1)
     >>> stats = train(model, data, optimizer=opt, epochs=2, device="cpu", progress=False)
-    >>> stats.steps, stats.samples, len(stats.losses)
-    (10, 80, 10)
+    >>> stats.steps, stats.samples, len(stats.losses), stats.warmup_steps, stats.timed_samples
+    (10, 80, 10, 3, 56)
     """
     import torch
     import torch.nn.functional as F
@@ -200,7 +246,10 @@ def train(
     positive_int("accumulation_steps", accumulation_steps)
     if max_steps is not None:
         positive_int("max_steps", max_steps)
-    dtype = _amp_dtype(amp_dtype)
+    warmup_steps = non_negative_int("warmup_steps", warmup_steps)
+    dtype = _autocast_dtype(precision)
+    if not isinstance(progress, bool):
+        raise ValueError(f"progress={progress!r} must be True or False")
     if not isinstance(model, torch.nn.Module):
         raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
     if not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
@@ -218,13 +267,14 @@ def train(
     )
     scaler = torch.amp.GradScaler(device.type, enabled=dtype == torch.float16)
 
-    steps = samples = pending = 0
+    steps = samples = pending = warm_samples = 0
     step_loss = None
+    timed_from = None  # clock reading when warm-up ended
     losses = []  # loss tensors, read once at the end so the loop never waits for the device
     bar = _progress_bar(progress, desc)
 
     def optimizer_step():
-        nonlocal steps, pending, step_loss
+        nonlocal steps, pending, step_loss, timed_from, warm_samples
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad(set_to_none=True)
@@ -232,9 +282,14 @@ def train(
         steps += 1
         pending = 0
         step_loss = None
+        if steps == warmup_steps:  # warm-up done: the clock starts once its work has finished
+            synchronize()
+            timed_from, warm_samples = _clock(), samples
 
     synchronize()
-    start = time.perf_counter()
+    start = _clock()
+    if warmup_steps == 0:
+        timed_from = start
     try:
         optimizer.zero_grad(set_to_none=True)
         for _ in range(epochs):
@@ -259,15 +314,19 @@ def train(
             if max_steps is not None and steps >= max_steps:
                 break
         synchronize()
-        seconds = time.perf_counter() - start
+        end = _clock()
     finally:
         if bar is not None:
             bar.close()
     if samples == 0:
         raise ValueError("batches yielded no batches: nothing to train on")
+    warm_end = end if timed_from is None else timed_from
     return TrainStats(
         steps=steps,
         samples=samples,
-        seconds=seconds,
+        time_s=end - warm_end,
         losses=[float(v) for v in losses],
+        warmup_steps=min(steps, warmup_steps),
+        warmup_samples=samples if timed_from is None else warm_samples,
+        warmup_time_s=warm_end - start,
     )

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+pytest_plugins = ["fake_gpu"]  # tests/fake_gpu.py: fixtures that make torch report a GPU
+
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_BUILD_TIMEOUT_S = 1500
 

@@ -17,11 +17,50 @@ def test_detect_device_on_this_machine_is_consistent():
     assert info.torch_version == torch.__version__
     assert (info.kind == "cuda") == torch.cuda.is_available()
     if info.kind == "cpu":
-        assert info.gpu_count == 0 and info.memory_bytes is None and not info.is_gpu
+        assert info.n_gpus == 0 and info.memory_bytes is None and not info.is_gpu
 
 
-def test_best_device_agrees_with_detect_device():
-    assert gl.best_device().type == gl.detect_device().kind
+def test_best_device_prefers_cuda_then_mps_then_the_cpu(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: False)
+    assert gl.best_device() == torch.device("cpu")
+    monkeypatch.setattr(torch.backends.mps, "is_available", lambda: True)
+    assert gl.best_device() == torch.device("mps")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert gl.best_device() == torch.device("cuda")
+
+
+def test_a_simulated_gpu_is_detected_as_the_driver_reports_it(any_fake_gpu):
+    gpu = any_fake_gpu
+    info = gl.detect_device()
+    assert (info.kind, info.name, info.is_gpu) == ("cuda", gpu.name, True)
+    assert info.compute_capability == gpu.capability
+    assert (info.memory_bytes, info.sm_count, info.n_gpus) == (
+        gpu.total_memory,
+        gpu.multi_processor_count,
+        1,
+    )
+    assert info.torch_cuda == "12.4" and info.driver_version is None  # NVML absent
+    assert info.problems == ()
+    assert gl.best_device().type == "cuda"
+    assert info.summary() == f"{gpu.name} (cuda); torch {info.torch_version}"
+
+
+def test_figures_of_the_simulated_gpus_are_the_registrys(any_fake_gpu):
+    spec = gl.get_spec(any_fake_gpu.registry_name)
+    assert any_fake_gpu.multi_processor_count == spec.sm_count  # 40, 108, 132
+    assert gl.find_spec(any_fake_gpu.name) == spec
+
+
+def test_labs_size_their_problems_for_the_gpu(any_fake_gpu):
+    assert gl.scale(cpu=512, gpu=8192) == 8192
+
+
+def test_several_gpus_are_counted(fake_gpu):
+    fake_gpu("A100", n_gpus=8)
+    assert gl.detect_device().n_gpus == 8
 
 
 def test_cpu_only_advice_points_to_colab_gpu():
@@ -90,7 +129,7 @@ def test_doctor_report_lists_every_field():
         compute_capability=(9, 0),
         memory_bytes=141 * 2**30,
         sm_count=132,
-        gpu_count=1,
+        n_gpus=1,
         cpu_model="Xeon",
         cpu_cores=16,
         torch_version="2.9.0",
@@ -105,7 +144,7 @@ def test_doctor_report_lists_every_field():
     for expected in (
         "cuda: NVIDIA H200",
         "9.0",
-        "141.0 GiB",
+        "141 GiB",
         "132",
         "Xeon, 16 cores",
         "2.9.0 (CUDA 12.8)",
@@ -126,7 +165,50 @@ def test_python_m_gpulab_doctor_runs_on_this_machine():
         [sys.executable, "-m", "gpulab", "doctor"], capture_output=True, text=True, timeout=120
     )
     assert proc.returncode == 0, proc.stderr
-    assert "gpulab doctor" in proc.stdout and "Device" in proc.stdout and "Advice" in proc.stdout
+    info = gl.detect_device()  # the same machine, seen from this process
+    out = proc.stdout
+    assert out.startswith("gpulab doctor\n") and f"Device              {info.kind}: " in out
+    tips = gl.advice(info)
+    if tips:  # e.g. no GPU here: advice, one line per tip
+        assert "\nAdvice:\n" in out and all(f"  - {tip}" in out for tip in tips)
+    else:  # a healthy GPU machine has nothing to advise
+        assert "Advice" not in out and out.rstrip().endswith(
+            "Everything the labs need is in place."
+        )
+
+
+def test_doctor_on_a_healthy_gpu_machine_gives_no_advice(fake_gpu):
+    fake_gpu("H100", cuda="12.4", cupy_package="cupy-cuda12x")
+    out = io.StringIO()
+    info = gl.doctor(file=out)
+    text = out.getvalue()
+    assert info.cupy_usable and info.problems == ()
+    assert "cuda: NVIDIA H100 80GB HBM3" in text and "74.5 GiB" in text
+    assert "Advice" not in text and text.endswith("Everything the labs need is in place.\n")
+
+
+def test_doctor_on_a_gpu_without_cupy_advises_the_wheel_for_torchs_cuda(fake_gpu):
+    fake_gpu("T4", cuda="12.4")
+    out = io.StringIO()
+    gl.doctor(file=out)
+    assert "Advice:\n  - CuPy is not installed" in out.getvalue()
+    assert "pip install cupy-cuda12x" in out.getvalue()
+
+
+def test_doctor_flags_a_cupy_wheel_for_another_cuda(fake_gpu):
+    fake_gpu("A100", cuda="11.8", cupy_package="cupy-cuda12x")
+    tips = gl.advice(gl.detect_device())
+    assert tips == [
+        "CuPy wheel cupy-cuda12x is built for CUDA 12 but torch uses CUDA 11.8: "
+        "pip uninstall -y cupy-cuda12x && pip install cupy-cuda11x"
+    ]
+
+
+def test_advice_and_doctor_refuse_what_is_not_a_device_info():
+    with pytest.raises(ValueError, match="info='cuda' must be a DeviceInfo"):
+        gl.advice("cuda")
+    with pytest.raises(ValueError, match="file=3 must be a writable"):
+        gl.doctor(gl.DeviceInfo(kind="cpu", name="x"), file=3)
 
 
 @pytest.mark.cuda

@@ -5,6 +5,7 @@ import time
 
 import numpy as np
 import pytest
+from fake_gpu import FakeGpu
 
 import gpulab as gl
 
@@ -69,10 +70,11 @@ def test_cpu_estimate_is_assumed_power_times_time_and_says_so(capsys):
     assert "ESTIMATE, not a measurement" in printed and "2 cores × 6.25 W/core" in printed
     assert "exposes no energy counter" in printed
     assert m.method == "estimate-tdp" and m.is_estimate
-    assert m.seconds >= 0.05
-    assert m.joules == pytest.approx(12.5 * m.seconds)
+    assert m.time_s >= 0.05
+    assert m.joules == pytest.approx(12.5 * m.time_s)
     assert m.average_watts == pytest.approx(12.5)
     assert str(m).startswith("ESTIMATE (rated power × time, not measured): ")
+    assert f"over {gl.format_duration(m.time_s)} (average 12.5 W) on this CPU" in str(m)
 
 
 def test_estimate_from_a_named_registry_device():
@@ -82,7 +84,7 @@ def test_estimate_from_a_named_registry_device():
     assert gpu.watts == 400 and "nvidia.com" in gpu.basis
     with gl.measure_energy("cpu", spec="EPYC 7763", cores=64, verbose=False) as m:
         pass
-    assert m.average_watts == pytest.approx(280) and m.device_name == "EPYC 7763"
+    assert m.average_watts == pytest.approx(280) and m.device_name == "AMD EPYC 7763"
 
 
 def test_energy_counter_is_read_before_and_after():
@@ -91,7 +93,7 @@ def test_energy_counter_is_read_before_and_after():
         time.sleep(0.01)
     assert m.method == "nvml-energy-counter" and not m.is_estimate
     assert m.joules == pytest.approx(250.0)
-    assert m.average_watts == pytest.approx(250.0 / m.seconds)
+    assert m.average_watts == pytest.approx(250.0 / m.time_s)
     assert m.device_name == "Fake GPU" and fake.shutdowns == 1
     assert str(m).startswith("Measured with NVML (energy counter): 250 J")
 
@@ -102,7 +104,7 @@ def test_without_a_counter_power_is_sampled_in_a_thread_and_integrated():
         time.sleep(0.1)
     assert m.method == "nvml-power-sampling" and not m.is_estimate
     assert len(m.samples) >= 4  # first, several in the thread, last
-    assert m.joules == pytest.approx(150.0 * m.seconds)  # trapezoid is exact for a constant
+    assert m.joules == pytest.approx(150.0 * m.time_s)  # trapezoid is exact for a constant
     assert "does not support read the energy counter" in m.fallback_reasons[0]
     assert not m._thread.is_alive()
     assert not [t for t in threading.enumerate() if t.name == "gpulab-power"]
@@ -146,11 +148,41 @@ def test_pynvml_not_installed_is_explained(monkeypatch, capsys):
     assert m.is_estimate and m.average_watts == 300
 
 
-def test_unknown_gpu_without_nvml_asks_for_a_spec():
+def test_a_gpu_not_in_the_registry_without_nvml_asks_for_a_spec(fake_gpu):
+    # A real card the registry lacks: the 40 GB PCIe A100 (only the SXM4 module is listed).
+    # Its figures are NVIDIA's (capability 8.0, 40 GB, 108 SMs); torch reports it, whatever
+    # GPU this machine has.
+    fake_gpu(FakeGpu("NVIDIA A100-PCIE-40GB", (8, 0), 40 * 10**9, 108, registry_name=""))
     fake = FakeNvml(init_error=LIBRARY_NOT_FOUND)
-    with pytest.raises(ValueError, match="pass spec= with the registry name"):
+    with pytest.raises(ValueError, match="pass spec= with the registry name") as err:
         with gl.measure_energy("cuda", nvml=fake, verbose=False):
             pass
+    # The SXM4 module's 400 W is not silently used for the card.
+    assert "'NVIDIA A100-PCIE-40GB'" in str(err.value)
+    assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in str(err.value)
+
+
+def test_without_cuda_a_gpu_estimate_asks_for_a_spec(monkeypatch):
+    import torch
+
+    def no_cuda(device=None):
+        raise AssertionError("Torch not compiled with CUDA enabled")
+
+    monkeypatch.setattr(torch.cuda, "get_device_name", no_cuda)
+    with pytest.raises(ValueError, match="torch cannot name it .*pass spec="):
+        with gl.measure_energy("cuda", nvml=FakeNvml(init_error=LIBRARY_NOT_FOUND)):
+            pass
+
+
+def test_a_known_gpu_without_nvml_is_estimated_from_its_registry_tdp(any_fake_gpu, capsys):
+    spec = gl.get_spec(any_fake_gpu.registry_name)  # T4 70 W, A100 SXM4 400 W, H100 SXM5 700 W
+    with gl.measure_energy() as m:  # default device: the (simulated) GPU; pynvml absent
+        pass
+    printed = capsys.readouterr().out
+    assert "NVML is not installed" in printed and "ESTIMATE" in printed
+    assert m.is_estimate and m.device_name == spec.name
+    assert m.average_watts == pytest.approx(spec.tdp)
+    assert spec.source_url in m.assumptions[0]
 
 
 def test_power_reading_failing_mid_block_is_reported_and_the_thread_stops():
@@ -170,6 +202,10 @@ def test_bad_arguments_are_named():
             pass
     with pytest.raises(ValueError, match="cores=0 must be a positive integer"):
         gl.assumed_power("cpu", cores=0)
-    with pytest.raises(ValueError, match="no device called 'Z9000'"):
+    with pytest.raises(ValueError, match="spec='Z9000': no device called 'Z9000'"):
         gl.assumed_power("cuda", spec="Z9000")
+    with pytest.raises(ValueError, match="interval_s=nan must be a positive"):
+        gl.measure_energy("cpu", interval_s=float("nan"))
+    with pytest.raises(ValueError, match="cores=2.0 must be a positive integer"):
+        gl.measure_energy("cpu", cores=2.0)
     assert gl.ENERGY_METHODS == ("nvml-energy-counter", "nvml-power-sampling", "estimate-tdp")

@@ -18,10 +18,15 @@ def committed_reports(root):
     return reports
 
 
+TINY = {"matmul_n": (64, 64), "copy_bytes": (2**20, 2**20)}
+
+
 @pytest.fixture
 def tiny_sizes(monkeypatch):
-    """Problem sizes small enough for a test; the code paths are the real ones."""
-    monkeypatch.setitem(rep._SIZES, "cpu", {"matmul_n": (64, 64), "copy_bytes": (2**20, 2**20)})
+    """Problem sizes small enough for a test, on a CPU or a GPU; the code paths are real."""
+    monkeypatch.setitem(rep._SIZES, "cpu", TINY)
+    monkeypatch.setitem(rep._SIZES, "gpu", TINY)
+    monkeypatch.setattr(rep, "_TRANSFER_BYTES", (2**20, 2**20))
     monkeypatch.setattr(rep, "MLP_WIDTHS", (32, 32, 10))
     monkeypatch.setattr(rep, "MLP_BATCH", 8)
 
@@ -97,10 +102,90 @@ def test_reference_is_the_datasheet_for_a_known_gpu_and_an_estimate_for_a_cpu():
     )
     unknown = rep.reference_for(gl.DeviceInfo(kind="cuda", name="Imaginary X1"))
     assert unknown["kind"] == "none" and "not in the registry" in unknown["label"]
-    cpu = rep.reference_for(gl.detect_device()) if not gl.detect_device().is_gpu else None
-    if cpu is not None:
-        assert cpu["kind"] == "estimate" and "estimate" in cpu["label"]
-        assert cpu["peak_flops"]["fp32"] == pytest.approx(gl.estimate_cpu_peak().peak_flops)
+    cpu = rep.reference_for(gl.DeviceInfo(kind="cpu", name="CPU", cpu_model="Test CPU"))
+    assert cpu["kind"] == "estimate" and "estimate" in cpu["label"] and cpu["name"] == "Test CPU"
+    assert cpu["peak_flops"]["fp32"] == pytest.approx(gl.estimate_cpu_peak().peak_flops)
+    assert cpu["formula"] == gl.estimate_cpu_peak().formula
+
+
+@pytest.mark.parametrize(
+    "driver_name, registry_name, bandwidth",
+    [
+        ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB", 3350e9),
+        ("NVIDIA H100 PCIe", "H100 PCIe 80GB", 2000e9),
+        ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM4", 2039e9),
+        ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe", 1935e9),
+    ],
+)
+def test_reference_for_names_as_the_driver_reports_them(driver_name, registry_name, bandwidth):
+    ref = rep.reference_for(gl.DeviceInfo(kind="cuda", name=driver_name))
+    assert (ref["kind"], ref["name"], ref["memory_bandwidth"]) == (
+        "datasheet",
+        registry_name,
+        bandwidth,
+    )
+
+
+def test_a_card_missing_from_the_registry_gets_no_siblings_figures():
+    ref = rep.reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA A100-PCIE-40GB"))
+    assert ref["kind"] == "none" and "peak_flops" not in ref
+    assert "NVIDIA A100-PCIE-40GB is not in the registry" in ref["label"]
+    assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in ref["label"]
+    with pytest.raises(ValueError, match="info='cuda' must be a DeviceInfo"):
+        rep.reference_for("cuda")
+
+
+def test_reference_on_a_simulated_gpu_is_its_datasheet(any_fake_gpu):
+    ref = rep.reference_for(gl.detect_device())
+    spec = gl.get_spec(any_fake_gpu.registry_name)
+    assert ref["kind"] == "datasheet" and ref["name"] == spec.name
+    assert ref["peak_flops"] == spec.peak_flops and ref["source_url"] == spec.source_url
+
+
+def test_a_gpu_run_is_sized_for_the_gpu(any_fake_gpu):
+    import torch
+
+    device = gl.best_device()
+    assert device.type == "cuda"
+    assert rep._problem_sizes(device, quick=True) == {
+        "matmul_n": rep._SIZES["gpu"]["matmul_n"][0],
+        "copy_bytes": rep._SIZES["gpu"]["copy_bytes"][0],
+        "transfer_bytes": rep._TRANSFER_BYTES[0],
+    }
+    assert rep._problem_sizes(torch.device("cpu"), quick=False)["matmul_n"] == 1024
+
+
+@pytest.mark.parametrize(
+    "gpu, skipped",
+    [
+        ("T4", {"tf32", "bf16"}),  # Turing, 7.5: no TF32 or BF16 Tensor Cores
+        ("A100", set()),  # Ampere, 8.0
+        ("H100", set()),  # Hopper, 9.0
+    ],
+)
+def test_precisions_measured_follow_the_compute_capability(fake_gpu, gpu, skipped):
+    import torch
+
+    fake_gpu(gpu)
+    support = rep._dtype_support(torch, torch.device("cuda"), probe=False)
+    assert list(support) == ["fp32", "bf16", "fp16", "tf32"]
+    assert {dtype for dtype, reason in support.items() if reason} == skipped
+    if gpu == "T4":
+        # torch would run BF16 on a T4 by emulation; the report does not time the emulation.
+        assert torch.cuda.is_bf16_supported()
+        assert support["bf16"].startswith("BF16 Tensor Cores: needs compute capability 8.0")
+        assert "(this GPU: 7.5)" in support["tf32"]
+
+
+def test_a_simulated_gpu_cannot_run_kernels(any_fake_gpu):
+    import torch
+
+    if torch.backends.cuda.is_built():
+        pytest.skip("this torch is a CUDA build: kernels would run on the machine's real GPU")
+    # On a CPU build the fake reports a GPU but has none: the probe's tiny matmul would fail,
+    # which is why the capability-based decision is tested with probe=False.
+    with pytest.raises((RuntimeError, AssertionError)):
+        torch.ones(2, device="cuda")
 
 
 def test_run_bench_measures_every_standard_quantity(tiny_sizes):
@@ -116,16 +201,21 @@ def test_run_bench_measures_every_standard_quantity(tiny_sizes):
     train = next(e for e in report["results"] if e["name"] == "train_step")
     assert train["params"]["model"] == "MLP 32-32-10" and train["params"]["batch"] == 8
     assert seen[0] == "matmul fp32" and "train step" in seen
-    if report["device_type"] != "cuda":
+    names = {e["name"] for e in report["results"]}
+    if report["device_type"] == "cuda":  # on a GPU machine the tiny sizes are used too
+        assert {"h2d", "d2h"} <= names
+        h2d = next(e for e in report["results"] if e["name"] == "h2d")
+        assert h2d["params"]["bytes"] == 2**20
+    else:
         assert {"name": "h2d/d2h", "dtype": None, "reason": "no CUDA GPU here"} in report["skipped"]
     with pytest.raises(ValueError, match="quick='yes'"):
         rep.run_bench(quick="yes")
+    with pytest.raises(ValueError, match="notes=3 must be a str"):
+        rep.run_bench(quick=True, notes=3)
 
 
 @pytest.mark.cuda
-def test_run_bench_on_a_gpu_measures_transfers(tiny_sizes, monkeypatch):
-    monkeypatch.setitem(rep._SIZES, "gpu", {"matmul_n": (256, 256), "copy_bytes": (2**22, 2**22)})
-    monkeypatch.setattr(rep, "_TRANSFER_BYTES", (2**22, 2**22))
+def test_run_bench_on_a_gpu_measures_transfers(tiny_sizes):
     report = rep.run_bench(quick=True)
     memories = {e["params"]["host_memory"] for e in report["results"] if e["name"] == "h2d"}
     assert memories == {"pageable", "pinned"}

@@ -100,7 +100,7 @@ def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
     ratios = []
     for _ in range(3):
         roof = gl.measure_ceilings("cpu", copy_bytes=4 * n, matmul_n=256, min_run_time=0.15)
-        add = gl.benchmark(lambda: torch.add(x, y, out=z), min_run_time=0.15)
+        add = gl.benchmark(lambda: torch.add(x, y, out=z), min_run_time_s=0.15)
         predicted = roof.predict(flops=n, bytes_moved=3 * 4 * n)
         assert predicted.bound == "memory"
         ratios.append(add.median_s / predicted.time_s)

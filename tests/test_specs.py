@@ -4,6 +4,7 @@ from pathlib import Path
 import pytest
 
 import gpulab as gl
+from gpulab.specs import _match_driver_name
 
 DATA = Path(gl.__file__).parent / "data" / "gpu_specs.csv"
 
@@ -45,8 +46,18 @@ def test_forgiving_name_matching(query, expected):
 
 def test_ambiguous_name_lists_the_candidates():
     with pytest.raises(ValueError, match="several devices") as err:
-        gl.get_spec("H100")
-    assert "H100 SXM5 80GB" in str(err.value) and "H100 PCIe 80GB" in str(err.value)
+        gl.get_spec("A100")  # two SXM4 modules (40 and 80 GB) and a PCIe card
+    for name in ("A100 40GB SXM4", "A100 80GB SXM4", "A100 80GB PCIe"):
+        assert repr(name) in str(err.value)
+    with pytest.raises(ValueError, match="several devices"):
+        gl.get_spec("Tesla")  # one SXM module among different products: no default
+
+
+def test_a_name_without_form_factor_means_the_sxm_module():
+    assert gl.get_spec("H100").name == gl.get_spec("H100 80GB").name == "H100 SXM5 80GB"
+    assert gl.get_spec("A100 80GB").name == "A100 80GB SXM4"
+    assert gl.get_spec("A100 80GB PCIe").name == "A100 80GB PCIe"
+    assert gl.get_spec("h100 pcie").name == "H100 PCIe 80GB"
 
 
 def test_unknown_name_suggests_close_names():
@@ -65,8 +76,16 @@ def test_missing_precision_names_device_and_source():
     with pytest.raises(ValueError, match="no bf16 figure") as err:
         gl.get_spec("T4").peak("bf16")
     assert "nvidia.com" in str(err.value)
-    with pytest.raises(ValueError, match="dtype='int4'"):
+    with pytest.raises(ValueError, match="precision='int4' is not known"):
         gl.get_spec("T4").peak("int4")
+    with pytest.raises(ValueError, match="precision=True is not known"):
+        gl.get_spec("T4").peak(True)
+
+
+def test_mixed_precision_runs_at_the_16_bit_peak():
+    a100 = gl.get_spec("A100 80GB")
+    assert a100.peak("amp_bf16") == a100.peak("bf16") == 312e12
+    assert a100.peak(precision="amp_fp16") == a100.peak("fp16")
 
 
 def test_kinds_and_order():
@@ -78,8 +97,76 @@ def test_kinds_and_order():
         gl.list_specs("fpga")
 
 
-def test_ridge_point_matches_the_fact_sheet():
-    # facts.md: A100-80GB ridge ≈ 153 FLOP/byte for 16-bit tensor math: 312e12 / 2039e9.
+def test_ridge_point_follows_from_the_datasheet():
+    # NVIDIA A100 datasheet (the row's source_url): 312 TFLOP/s BF16 dense, 2,039 GB/s.
     a100 = gl.get_spec("A100 80GB")
     assert a100.peak("bf16") / a100.memory_bandwidth == pytest.approx(153, abs=0.5)
     assert a100.ridge_point == pytest.approx(19.5e12 / 2039e9)
+
+
+# Names exactly as the CUDA driver reports them (torch.cuda.get_device_name(), nvidia-smi).
+DRIVER_NAMES = [
+    ("Tesla T4", "Tesla T4"),
+    ("NVIDIA L4", "L4"),
+    ("Tesla V100-SXM2-32GB", "Tesla V100 SXM2 32GB"),
+    ("Tesla V100-SXM2-16GB", None),  # only the 32 GB module is in the registry
+    ("Tesla V100-PCIE-16GB", None),  # the PCIe card is not; never the SXM2 module's figures
+    ("Tesla P100-PCIE-16GB", "Tesla P100 PCIe 16GB"),
+    ("NVIDIA A100-SXM4-40GB", "A100 40GB SXM4"),
+    ("NVIDIA A100-SXM4-80GB", "A100 80GB SXM4"),
+    ("NVIDIA A100 80GB PCIe", "A100 80GB PCIe"),
+    ("NVIDIA A100-PCIE-40GB", None),  # not in the datasheet the registry cites
+    ("NVIDIA H100 80GB HBM3", "H100 SXM5 80GB"),  # HBM3: the SXM5 module (PCIe has HBM2e)
+    ("NVIDIA H100 PCIe", "H100 PCIe 80GB"),
+    ("NVIDIA H100 NVL", None),
+    ("NVIDIA H200", "H200 SXM 141GB"),
+    ("NVIDIA GeForce RTX 3090", "GeForce RTX 3090"),
+    ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
+    ("NVIDIA GeForce RTX 3090 Ti", None),
+    ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
+    ("NVIDIA A10", "A10 (AWS A10G is a variant)"),
+    ("NVIDIA A10G", None),  # a different SKU without a datasheet
+    ("NVIDIA GeForce GTX 1050", None),
+]
+
+
+@pytest.mark.parametrize("driver_name, registry_name", DRIVER_NAMES)
+def test_find_spec_maps_driver_names_to_the_exact_part(driver_name, registry_name):
+    spec = gl.find_spec(driver_name)
+    assert (spec.name if spec else None) == registry_name
+
+
+def test_a_pcie_card_never_gets_an_sxm_modules_figures():
+    pcie = gl.find_spec("NVIDIA A100 80GB PCIe")
+    sxm = gl.find_spec("NVIDIA A100-SXM4-80GB")
+    assert pcie.form_factor.startswith("PCIe") and sxm.form_factor.startswith("SXM4")
+    # Same chip and compute, different memory bandwidth and power (datasheet columns).
+    assert pcie.peak("bf16") == sxm.peak("bf16")
+    assert (pcie.memory_bandwidth, pcie.tdp) == (1935e9, 300)
+    assert (sxm.memory_bandwidth, sxm.tdp) == (2039e9, 400)
+    # Whatever the model, a name that says PCIe (or SXM) gets that form factor or nothing.
+    models = {
+        next(w for w in spec.name.split() if any(c.isdigit() for c in w))
+        for spec in gl.list_specs("gpu")
+    }
+    for model in models:
+        for word in ("PCIe", "SXM"):
+            found = gl.find_spec(f"NVIDIA {model} {word}")
+            assert found is None or found.form_factor.startswith(word), (model, word)
+
+
+def test_a_missing_part_says_which_entries_were_refused_and_why():
+    spec, why = _match_driver_name("NVIDIA A100-PCIE-40GB")
+    assert spec is None
+    assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in why
+    assert "A100 80GB PCIe has 80 GB, not 40 GB" in why
+    assert (
+        "Tesla V100 SXM2 32GB has 32 GB, not 16 GB" in _match_driver_name("Tesla V100-SXM2-16GB")[1]
+    )
+    with pytest.raises(ValueError, match="device_name=None must be a name"):
+        gl.find_spec(None)
+
+
+def test_every_entry_states_its_form_factor():
+    for spec in gl.list_specs():
+        assert spec.form_factor, spec.name

@@ -1,3 +1,4 @@
+import importlib
 import math
 
 import pytest
@@ -5,6 +6,8 @@ import torch
 from torch import nn
 
 import gpulab as gl
+
+TRAIN_MODULE = importlib.import_module("gpulab.train")  # gl.train is the function
 
 CPU = {"device": "cpu", "progress": False}
 
@@ -26,9 +29,59 @@ def test_counts_steps_and_samples_and_learns():
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     stats = gl.train(model, _data(), optimizer=opt, epochs=8, **CPU)
     assert (stats.steps, stats.samples) == (48, 768)
-    assert len(stats.losses) == 48 and stats.seconds > 0
-    assert stats.samples_per_s == pytest.approx(768 / stats.seconds)
+    assert (stats.warmup_steps, stats.warmup_samples, stats.timed_samples) == (3, 48, 720)
+    assert len(stats.losses) == 48 and stats.time_s > 0 and stats.warmup_time_s > 0
+    assert stats.samples_per_s == pytest.approx(720 / stats.time_s)
+    assert stats.total_time_s == pytest.approx(stats.warmup_time_s + stats.time_s)
     assert stats.final_loss < 0.5 * stats.losses[0]
+
+
+class CountingBatches:
+    """Batches that count how many have been handed out; the fake clock reads the count."""
+
+    def __init__(self, batches):
+        self.batches, self.served = batches, 0
+
+    def __iter__(self):
+        for batch in self.batches:
+            self.served += 1
+            yield batch
+
+
+@pytest.mark.parametrize("warmup_steps", [0, 2, 4])
+def test_warmup_steps_train_but_are_not_timed(monkeypatch, warmup_steps):
+    batches = CountingBatches(_data(n_batches=6, batch=16))
+    # Each batch "takes" one second: the clock reads how many batches have been served.
+    monkeypatch.setattr(TRAIN_MODULE, "_clock", lambda: float(batches.served))
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stats = gl.train(model, batches, optimizer=opt, warmup_steps=warmup_steps, **CPU)
+    assert batches.served == stats.steps == len(stats.losses) == 6  # every step trained
+    assert stats.warmup_steps == warmup_steps
+    assert stats.warmup_samples == 16 * warmup_steps
+    assert stats.warmup_time_s == warmup_steps  # seconds of the warm-up batches
+    assert stats.time_s == 6 - warmup_steps  # only the batches after warm-up are timed
+    assert stats.samples_per_s == 16.0
+    assert stats.total_time_s == 6
+
+
+def test_warmup_counts_optimizer_steps_not_micro_batches(monkeypatch):
+    batches = CountingBatches(_data(n_batches=8, batch=16))
+    monkeypatch.setattr(TRAIN_MODULE, "_clock", lambda: float(batches.served))
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stats = gl.train(model, batches, optimizer=opt, accumulation_steps=2, warmup_steps=1, **CPU)
+    assert stats.steps == 4 and stats.warmup_samples == 32  # one step = two micro-batches
+    assert (stats.warmup_time_s, stats.time_s, stats.samples_per_s) == (2, 6, 16.0)
+
+
+def test_a_run_that_is_all_warmup_has_no_rate():
+    model = _model()
+    opt = torch.optim.SGD(model.parameters(), lr=0.1)
+    stats = gl.train(model, _data(2), optimizer=opt, warmup_steps=5, **CPU)
+    assert stats.steps == stats.warmup_steps == 2 and stats.time_s == 0
+    with pytest.raises(ValueError, match="no step was timed: all 2 steps were warm-up"):
+        _ = stats.samples_per_s
 
 
 def test_accumulation_takes_fewer_steps_and_matches_the_big_batch():
@@ -58,7 +111,7 @@ def test_bf16_autocast_trains_on_the_cpu():
     model = _model()
     opt = torch.optim.SGD(model.parameters(), lr=0.5)
     stats = gl.train(
-        model, _data(), optimizer=opt, epochs=4, device="cpu", amp_dtype="bf16", progress=False
+        model, _data(), optimizer=opt, epochs=4, device="cpu", precision="amp_bf16", progress=False
     )
     assert all(math.isfinite(v) for v in stats.losses)
     assert next(model.parameters()).dtype == torch.float32  # master weights stay fp32
@@ -73,8 +126,10 @@ def test_progress_bar_reports_samples(capsys):
 
 
 def test_stats_without_steps():
-    stats = gl.TrainStats(steps=0, samples=0, seconds=0.0, losses=[])
-    assert stats.samples_per_s == 0.0 and math.isnan(stats.final_loss)
+    stats = gl.TrainStats(steps=0, samples=0, time_s=0.0, losses=[])
+    assert math.isnan(stats.final_loss)
+    with pytest.raises(ValueError, match="no step was timed"):
+        _ = stats.samples_per_s
 
 
 @pytest.mark.parametrize(
@@ -83,7 +138,13 @@ def test_stats_without_steps():
         ({"epochs": 0}, "epochs=0"),
         ({"accumulation_steps": 1.5}, "accumulation_steps=1.5"),
         ({"max_steps": -1}, "max_steps=-1"),
-        ({"amp_dtype": "int8"}, "amp_dtype='int8'"),
+        ({"precision": "int8"}, "precision='int8'"),
+        ({"precision": "bf16"}, "precision='bf16'"),  # a bf16 model is cast by the caller
+        ({"precision": torch.bfloat16}, "precision=torch.bfloat16"),
+        ({"warmup_steps": -1}, "warmup_steps=-1"),
+        ({"warmup_steps": 1.0}, "warmup_steps=1.0"),
+        ({"epochs": True}, "epochs=True"),
+        ({"progress": "no"}, "progress='no'"),
         ({"optimizer": "adam"}, "optimizer='adam'"),
     ],
 )
