@@ -190,6 +190,7 @@ def conv2d_flops(
         raise ValueError(
             f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
         )
+    _pair("input_size", input_size)  # checked here so the error names this function's parameter
     h_out, w_out = conv2d_output_size(
         size=input_size, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation
     )

@@ -106,7 +106,7 @@ def test_bad_inputs_name_the_parameter():
         (dict(kernel_size=-3), "kernel_size=-3"),
         (dict(kernel_size=3.0), "kernel_size=3.0"),
         (dict(kernel_size=True), "kernel_size=True"),
-        (dict(input_size=float("nan")), "size=nan"),
+        (dict(input_size=float("nan")), "input_size=nan"),
         (dict(stride="2"), "stride='2'"),
         (dict(groups=0), "groups=0"),
         (dict(batch=float("inf")), "batch=inf"),
