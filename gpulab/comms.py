@@ -224,6 +224,13 @@ def _lookup(param: str, name) -> Interconnect:
 # --------------------------------------------------------------------------- collectives
 
 
+def _finite(value: float, inputs: str) -> float:
+    """``value`` if it is a finite number; valid but extreme inputs can overflow a float."""
+    if not math.isfinite(value):
+        raise ValueError(f"{inputs} overflow a float (the result would be {value}); check units")
+    return value
+
+
 def _coefficients(collective: str, p: int, algorithm: str) -> tuple[float, float]:
     """(a, b) such that the collective takes ``a·α + b·n/β`` on ``p`` ranks."""
     choice("collective", collective, COLLECTIVES)
@@ -293,7 +300,7 @@ def collective_time(
     alpha = non_negative_number("alpha_s", alpha_s)
     beta = positive_number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     a, b = _coefficients(collective, p, algorithm)
-    return a * alpha + b * n / beta
+    return _finite(a * alpha + b * n / beta, "n_bytes, alpha_s and bandwidth_bytes_per_s")
 
 
 def allreduce_time(
@@ -447,7 +454,7 @@ def bus_bandwidth(n_bytes: float, time_s: float, n_gpus: int) -> float:
     100.0
     """
     t = positive_number("time_s", time_s)
-    return allreduce_bytes_per_rank(n_bytes, n_gpus) / t
+    return _finite(allreduce_bytes_per_rank(n_bytes, n_gpus) / t, "n_bytes and time_s")
 
 
 # --------------------------------------------------------------------------- calibration
@@ -650,6 +657,6 @@ def dp_step_time(
         compute_s=compute,
         comm_s=comm,
         exposed_comm_s=exposed,
-        total_s=compute + exposed,
+        total_s=_finite(compute + exposed, "compute_s and grad_bytes"),
         n_gpus=p,
     )

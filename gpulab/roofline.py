@@ -14,6 +14,7 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Memory bandw
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -179,6 +180,11 @@ class Ceilings:
         bytes_moved = non_negative_number("bytes_moved", bytes_moved)
         compute_s = flops / self.peak_flops
         memory_s = bytes_moved / self.memory_bandwidth
+        if not (math.isfinite(compute_s) and math.isfinite(memory_s)):
+            raise ValueError(
+                f"flops={flops!r} and bytes_moved={bytes_moved!r} overflow a float on these "
+                "ceilings; check their units"
+            )
         bound = "compute" if compute_s >= memory_s else "memory"
         return Prediction(
             self.device_name, self.precision, max(compute_s, memory_s), compute_s, memory_s, bound
@@ -265,7 +271,10 @@ def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     """
     flops = non_negative_number("flops", flops)
     bytes_moved = positive_number("bytes_moved", bytes_moved)
-    return flops / bytes_moved
+    intensity = flops / bytes_moved
+    if not math.isfinite(intensity):
+        raise ValueError(f"flops={flops!r} over bytes_moved={bytes_moved!r} overflows a float")
+    return intensity
 
 
 def attainable_flops(

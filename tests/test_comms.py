@@ -275,3 +275,13 @@ def test_a_custom_link_is_checked_when_built(field, value):
 def test_list_interconnects_names_an_unknown_kind():
     with pytest.raises(ValueError, match="kind='ethernet'"):
         gl.list_interconnects("ethernet")
+
+
+def test_valid_but_extreme_inputs_do_not_return_infinity():
+    with pytest.raises(ValueError, match="overflow"):
+        gl.allreduce_time(1e308, 8, alpha_s=0, bandwidth_bytes_per_s=1e-300)
+    with pytest.raises(ValueError, match="overflow"):
+        gl.bus_bandwidth(1e308, 1e-300, 8)
+    one_byte_per_s = gl.Interconnect("string", bandwidth_gbs=1e-9, latency_us=None, source_url="-")
+    with pytest.raises(ValueError, match="overflow"):  # compute + exposed comm overflow
+        gl.dp_step_time(1.5e308, 1e308, 8, link=one_byte_per_s)

@@ -87,3 +87,11 @@ def test_arithmetic_intensity_refuses_non_finite_counts():
         gl.arithmetic_intensity(float("inf"), 1)
     with pytest.raises(ValueError, match="bytes_moved=nan"):
         gl.arithmetic_intensity(1, float("nan"))
+
+
+def test_valid_but_extreme_counts_do_not_return_infinity():
+    tiny = gl.Ceilings("slow", "fp32", peak_flops=1e-300, memory_bandwidth=1e-300)
+    with pytest.raises(ValueError, match="overflow"):
+        tiny.predict(1e308, 1.0)
+    with pytest.raises(ValueError, match="overflow"):
+        gl.arithmetic_intensity(1e308, 1e-300)
