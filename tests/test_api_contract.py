@@ -21,6 +21,7 @@ import dataclasses
 import inspect
 import io
 import math
+import re
 import signal
 import subprocess
 import tempfile
@@ -801,7 +802,9 @@ def _call(name: str, param: str, bad):
 
 def _assert_refused(name: str, param: str, bad) -> None:
     exc = _call(name, param, bad)
-    assert param in str(exc), (
+    # The name as a word of its own ("n=0", "shape=(2.5,)", "times_s[1]=inf"), so that a
+    # short name such as "n" is not found inside other words.
+    assert re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", str(exc)), (
         f"{name}({param}={bad!r}) raised {type(exc).__name__} without naming {param!r}: {exc}"
     )
 
