@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 
 import torch
@@ -109,8 +110,13 @@ class CharVocab:
         return torch.tensor([index.get(c, self.unk_id) for c in text], dtype=torch.long)
 
     def decode(self, ids) -> str:
+        """The characters of ``ids`` (token ids, e.g. a tensor); special tokens read ``_``."""
         names = _SPECIALS + self.chars
-        return "".join(names[i] if i >= len(_SPECIALS) else "_" for i in list(ids))
+        values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        for i in values:
+            if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < len(names):
+                raise ValueError(f"ids holds {i!r}; token ids are ints from 0 to {len(names) - 1}")
+        return "".join(names[i] if i >= len(_SPECIALS) else "_" for i in values)
 
 
 def mask_tokens(

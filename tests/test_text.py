@@ -58,6 +58,8 @@ def test_masking_rate_must_be_strictly_between_0_and_1(rate):
         (lambda: mask_tokens(torch.rand(4), CharVocab.build("ab")), "integer tensor"),
         (lambda: mask_tokens(torch.zeros(4, dtype=torch.long), "ab"), "vocab='ab'"),
         (lambda: course_text(42), "book=42"),
+        (lambda: CharVocab.build("abc").decode([3, 99]), "ids holds 99"),
+        (lambda: CharVocab.build("abc").decode([1.0]), "ids holds 1.0"),
     ],
 )
 def test_bad_arguments_name_the_parameter(call, match):
