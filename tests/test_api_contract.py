@@ -16,12 +16,14 @@ here fails :func:`test_every_public_callable_has_a_valid_call`.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import dataclasses
 import inspect
 import io
 import math
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -46,8 +48,9 @@ NAN, INF = float("nan"), float("inf")
 
 # --------------------------------------------------------------------------- valid calls
 
-_TMP = Path(tempfile.mkdtemp(prefix="gpulab-contract-"))
+_TMP = Path(tempfile.mkdtemp(prefix="gpulab-contract-"))  # torchrun's script lives here
 (_TMP / "ok.py").write_text("pass\n")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
 
 
 def _fields(record) -> tuple[tuple, dict]:
