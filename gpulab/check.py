@@ -15,6 +15,8 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
+from gpulab._checks import finite_number, non_negative_number
+
 __all__ = ["CheckResult", "check"]
 
 
@@ -42,6 +44,15 @@ class CheckResult:
     ok: bool
     message: str
 
+    def __post_init__(self) -> None:
+        _text("name", self.name)
+        if self.answer is not None:
+            finite_number("answer", self.answer)
+        finite_number("expected", self.expected)
+        if not isinstance(self.ok, bool):
+            raise ValueError(f"ok={self.ok!r} must be True or False")
+        _text("message", self.message)
+
     def __bool__(self) -> bool:
         return self.ok
 
@@ -51,6 +62,12 @@ class CheckResult:
     def _ipython_display_(self) -> None:
         # check() has already printed the message; showing the dataclass again is noise.
         pass
+
+
+def _text(name: str, value) -> str:
+    if not isinstance(value, str):
+        raise ValueError(f"{name}={value!r} must be a str")
+    return value
 
 
 def _format(value: float, unit: str) -> str:
@@ -73,11 +90,12 @@ def check(
     Parameters
     ----------
     answer : float, int or None
-        The learner's answer; None means "not answered yet".
+        The learner's answer; None means "not answered yet". Anything that is not a finite
+        number gets a sentence saying so, not an exception.
     expected : float
-        The expected value.
+        The expected value (finite).
     rtol, atol : float
-        Relative and absolute tolerance, as in :func:`math.isclose`.
+        Relative and absolute tolerance, as in :func:`math.isclose` (finite, 0 or more).
     name : str
         What the answer is, for the message (e.g. ``"FLOPs of the forward pass"``).
     unit : str
@@ -92,6 +110,13 @@ def check(
     CheckResult
         True when the answer is within tolerance.
 
+    Raises
+    ------
+    ValueError
+        For a tolerance that is negative, NaN or infinite, an ``expected`` that is not a
+        finite number, or a ``name``, ``unit`` or ``hint`` that is not text: mistakes in
+        the lab, not in the learner's answer.
+
     Examples
     --------
     >>> import gpulab as gl
@@ -101,11 +126,13 @@ def check(
     Not yet: matmul FLOPs = 2.621e+05, expected within 1% of a different value \
 (yours is 0.5× it). Hint: multiply and add
     """
-    for label, value in (("rtol", rtol), ("atol", atol)):
-        if not isinstance(value, Real) or value < 0:
-            raise ValueError(f"{label}={value!r} must be a number of 0 or more")
-    if not isinstance(expected, Real) or isinstance(expected, bool) or not math.isfinite(expected):
-        raise ValueError(f"expected={expected!r} must be a finite number")
+    rtol = non_negative_number("rtol", rtol)
+    atol = non_negative_number("atol", atol)
+    expected = finite_number("expected", expected)
+    _text("name", name)
+    _text("unit", unit)
+    if hint is not None:
+        _text("hint", hint)
 
     if answer is None or answer is Ellipsis:
         message = f"Not answered yet: set answer to your value for {name} and run this cell again."
@@ -114,6 +141,12 @@ def check(
         message = (
             f"{name} should be a number, but answer={answer!r} is a {type(answer).__name__}. "
             "Write it as a plain number, e.g. 1.5e9."
+        )
+        result = CheckResult(name, None, float(expected), False, message)
+    elif not math.isfinite(answer):
+        message = (
+            f"{name} should be a finite number, but answer={answer!r}. "
+            "Look for a division by zero or an overflow."
         )
         result = CheckResult(name, None, float(expected), False, message)
     else:

@@ -1,6 +1,7 @@
 """What communication costs: α–β models of collectives and of a data-parallel training step.
 
-A collective over ``p`` ranks that moves ``n`` bytes is modelled as a number of message
+A collective over ``p`` ranks (``n_gpus`` in the functions below: one process per GPU)
+that moves ``n`` bytes is modelled as a number of message
 start-ups, each costing the latency ``α`` (seconds), plus a number of bytes per rank, each
 costing ``1/β`` (β = bandwidth, bytes per second)::
 
@@ -33,7 +34,13 @@ from importlib import resources
 
 import numpy as np
 
-from gpulab._checks import positive_int
+from gpulab._checks import (
+    choice,
+    fraction,
+    non_negative_number,
+    positive_int,
+    positive_number,
+)
 
 __all__ = [
     "COLLECTIVES",
@@ -53,6 +60,7 @@ __all__ = [
 ]
 
 _GB = 1e9
+_KINDS = ("pcie", "nvlink", "nvswitch", "infiniband")
 
 #: The algorithms each collective's cost model knows.
 COLLECTIVES: dict[str, tuple[str, ...]] = {
@@ -96,6 +104,19 @@ class Interconnect:
     notes: str = ""
     kind: str = ""
     year: int | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValueError(f"name={self.name!r} must be a non-empty str")
+        positive_number("bandwidth_gbs", self.bandwidth_gbs)
+        if self.latency_us is not None:
+            non_negative_number("latency_us", self.latency_us)
+        for label in ("source_url", "notes"):
+            if not isinstance(getattr(self, label), str):
+                raise ValueError(f"{label}={getattr(self, label)!r} must be a str")
+        choice("kind", self.kind, ("", *_KINDS))
+        if self.year is not None:
+            positive_int("year", self.year)
 
     @property
     def bandwidth(self) -> float:
@@ -149,9 +170,8 @@ def list_interconnects(kind: str | None = None) -> list[Interconnect]:
     >>> [(link.name, link.bandwidth_gbs) for link in gl.list_interconnects("pcie")]
     [('PCIe Gen3 x16', 15.75), ('PCIe Gen4 x16', 31.5), ('PCIe Gen5 x16', 63.0)]
     """
-    kinds = ("pcie", "nvlink", "nvswitch", "infiniband")
-    if kind is not None and kind not in kinds:
-        raise ValueError(f"kind={kind!r} is not known; use one of {', '.join(kinds)} or None")
+    if kind is not None:
+        choice("kind", kind, _KINDS)
     return [link for link, _ in _registry() if kind is None or link.kind == kind]
 
 
@@ -182,47 +202,40 @@ def interconnect(name: str) -> Interconnect:
     >>> gl.interconnect("InfiniBand NDR").name
     'InfiniBand NDR (4x)'
     """
+    return _lookup("name", name)
+
+
+def _lookup(param: str, name) -> Interconnect:
+    """The registry link called ``name``; errors name the caller's parameter ``param``."""
     choices = ", ".join(repr(link.name) for link, _ in _registry())
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name={name!r}: give a link name; choices: {choices}")
+        raise ValueError(f"{param}={name!r} must be a link name; choices: {choices}")
     wanted = _normalise(name)
     for link, keys in _registry():
         if wanted in keys:
             return link
     all_keys = {key: link.name for link, keys in _registry() for key in keys}
     close = difflib.get_close_matches(wanted, list(all_keys), n=3, cutoff=0.6)
-    hint = f" Did you mean {', '.join(repr(all_keys[c]) for c in close)}?" if close else ""
-    raise ValueError(f"no interconnect called {name!r}.{hint} Choices: {choices}")
+    close_names = list(dict.fromkeys(all_keys[c] for c in close))
+    hint = f" Did you mean {', '.join(map(repr, close_names))}?" if close_names else ""
+    raise ValueError(f"{param}={name!r}: no interconnect called {name!r}.{hint} Choices: {choices}")
 
 
 # --------------------------------------------------------------------------- collectives
 
 
-def _check_nonnegative(value, name: str) -> float:
-    try:
-        number = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name}={value!r} must be a number >= 0") from None
-    if not math.isfinite(number) or number < 0:
-        raise ValueError(f"{name}={value!r} must be a finite number >= 0")
-    return number
-
-
-def _check_positive(value, name: str) -> float:
-    number = _check_nonnegative(value, name)
-    if number == 0:
-        raise ValueError(f"{name}={value!r} must be > 0")
-    return number
+def _finite(value: float, inputs: str) -> float:
+    """``value`` if it is a finite number; valid but extreme inputs can overflow a float."""
+    if not math.isfinite(value):
+        raise ValueError(f"{inputs} overflow a float (the result would be {value}); check units")
+    return value
 
 
 def _coefficients(collective: str, p: int, algorithm: str) -> tuple[float, float]:
     """(a, b) such that the collective takes ``a·α + b·n/β`` on ``p`` ranks."""
-    if collective not in COLLECTIVES:
-        raise ValueError(
-            f"collective={collective!r} is not known; use one of {', '.join(COLLECTIVES)}"
-        )
+    choice("collective", collective, COLLECTIVES)
     allowed = COLLECTIVES[collective]
-    if algorithm not in allowed:
+    if not isinstance(algorithm, str) or algorithm not in allowed:
         raise ValueError(
             f"algorithm={algorithm!r} is not modelled for {collective}; "
             f"use one of {', '.join(allowed)}"
@@ -247,13 +260,13 @@ def _coefficients(collective: str, p: int, algorithm: str) -> tuple[float, float
 def collective_time(
     collective: str,
     n_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     alpha_s: float,
     bandwidth_bytes_per_s: float,
     algorithm: str = "ring",
 ) -> float:
-    """α–β time of ``collective`` on ``p`` ranks: ``a(p)·α + b(p)·n/β`` seconds.
+    """α–β time of ``collective`` on ``p = n_gpus`` ranks: ``a(p)·α + b(p)·n/β`` seconds.
 
     Parameters
     ----------
@@ -262,7 +275,7 @@ def collective_time(
     n_bytes : float
         Size of the full buffer in bytes: the tensor being all-reduced or broadcast, the
         all-gather's output, the reduce-scatter's input (each rank holds ``n/p`` of it).
-    p : int
+    n_gpus : int
         Number of ranks (processes, one per GPU).
     alpha_s : float
         Latency per message start-up, seconds.
@@ -274,25 +287,31 @@ def collective_time(
     Returns
     -------
     float
-        Seconds; 0 for ``p == 1``.
+        Seconds; 0 for ``n_gpus == 1``.
+
+    Raises
+    ------
+    ValueError
+        For a negative, NaN or infinite size or latency, a bandwidth that is not a positive
+        finite number, or an unknown collective or algorithm.
     """
-    n = _check_nonnegative(n_bytes, "n_bytes")
-    p = positive_int("p", p)
-    alpha = _check_nonnegative(alpha_s, "alpha_s")
-    beta = _check_positive(bandwidth_bytes_per_s, "bandwidth_bytes_per_s")
+    n = non_negative_number("n_bytes", n_bytes)
+    p = positive_int("n_gpus", n_gpus)
+    alpha = non_negative_number("alpha_s", alpha_s)
+    beta = positive_number("bandwidth_bytes_per_s", bandwidth_bytes_per_s)
     a, b = _coefficients(collective, p, algorithm)
-    return a * alpha + b * n / beta
+    return _finite(a * alpha + b * n / beta, "n_bytes, alpha_s and bandwidth_bytes_per_s")
 
 
 def allreduce_time(
     n_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     alpha_s: float,
     bandwidth_bytes_per_s: float,
     algorithm: str = "ring",
 ) -> float:
-    """Time to all-reduce an ``n_bytes`` buffer over ``p`` ranks (α–β model).
+    """Time to all-reduce an ``n_bytes`` buffer over ``p = n_gpus`` ranks (α–β model).
 
     ``"ring"``: ``2(p-1)·α + 2(p-1)/p · n/β`` — bandwidth-optimal, latency grows with p.
     ``"tree"``: ``2⌈log₂p⌉·(α + n/β)`` — binomial reduce then broadcast; few steps, but the
@@ -315,7 +334,7 @@ def allreduce_time(
     return collective_time(
         "allreduce",
         n_bytes,
-        p,
+        n_gpus,
         alpha_s=alpha_s,
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
         algorithm=algorithm,
@@ -324,13 +343,15 @@ def allreduce_time(
 
 def allgather_time(
     n_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     alpha_s: float,
     bandwidth_bytes_per_s: float,
     algorithm: str = "ring",
 ) -> float:
-    """Time to all-gather an ``n_bytes`` result (``n/p`` from each rank): ``(p-1)·α + (p-1)/p · n/β``.
+    """Time to all-gather an ``n_bytes`` result (``n/p`` from each of ``p = n_gpus`` ranks).
+
+    The ring takes ``(p-1)·α + (p-1)/p · n/β``.
 
     Examples
     --------
@@ -341,11 +362,11 @@ def allgather_time(
     See also
     --------
     collective_time : parameters and units.
-    """  # noqa: E501
+    """
     return collective_time(
         "allgather",
         n_bytes,
-        p,
+        n_gpus,
         alpha_s=alpha_s,
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
         algorithm=algorithm,
@@ -354,7 +375,7 @@ def allgather_time(
 
 def reduce_scatter_time(
     n_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     alpha_s: float,
     bandwidth_bytes_per_s: float,
@@ -362,8 +383,8 @@ def reduce_scatter_time(
 ) -> float:
     """Time to reduce-scatter an ``n_bytes`` input (each rank keeps ``n/p`` of the sum).
 
-    Same cost as the all-gather: ``(p-1)·α + (p-1)/p · n/β``; one of each makes a ring
-    all-reduce.
+    Same cost as the all-gather: ``(p-1)·α + (p-1)/p · n/β`` with ``p = n_gpus``; one of
+    each makes a ring all-reduce.
 
     See also
     --------
@@ -372,7 +393,7 @@ def reduce_scatter_time(
     return collective_time(
         "reduce_scatter",
         n_bytes,
-        p,
+        n_gpus,
         alpha_s=alpha_s,
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
         algorithm=algorithm,
@@ -381,13 +402,13 @@ def reduce_scatter_time(
 
 def broadcast_time(
     n_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     alpha_s: float,
     bandwidth_bytes_per_s: float,
     algorithm: str = "ring",
 ) -> float:
-    """Time to broadcast ``n_bytes`` from one rank to ``p - 1`` others.
+    """Time to broadcast ``n_bytes`` from one rank to the ``p - 1`` others (``p = n_gpus``).
 
     ``"ring"``: a pipelined chain, ``(p-1)·α + n/β`` (the limit of many small chunks).
     ``"tree"``: a binomial tree, ``⌈log₂p⌉·(α + n/β)``.
@@ -399,14 +420,14 @@ def broadcast_time(
     return collective_time(
         "broadcast",
         n_bytes,
-        p,
+        n_gpus,
         alpha_s=alpha_s,
         bandwidth_bytes_per_s=bandwidth_bytes_per_s,
         algorithm=algorithm,
     )
 
 
-def allreduce_bytes_per_rank(n_bytes: float, p: int) -> float:
+def allreduce_bytes_per_rank(n_bytes: float, n_gpus: int) -> float:
     """Bytes each rank sends (and receives) in a ring all-reduce: ``2(p-1)/p · n``.
 
     Examples
@@ -415,16 +436,16 @@ def allreduce_bytes_per_rank(n_bytes: float, p: int) -> float:
     >>> gl.allreduce_bytes_per_rank(1000, 8)
     1750.0
     """
-    n = _check_nonnegative(n_bytes, "n_bytes")
-    p = positive_int("p", p)
+    n = non_negative_number("n_bytes", n_bytes)
+    p = positive_int("n_gpus", n_gpus)
     return 2.0 * (p - 1) / p * n
 
 
-def bus_bandwidth(n_bytes: float, time_s: float, p: int) -> float:
+def bus_bandwidth(n_bytes: float, time_s: float, n_gpus: int) -> float:
     """nccl-tests' "bus bandwidth" of an all-reduce: ``n/t · 2(p-1)/p`` bytes/s.
 
     It is the rate at which each rank's link moved data, so it can be compared with the
-    link's one-direction bandwidth whatever ``p`` is.
+    link's one-direction bandwidth whatever ``p = n_gpus`` is.
 
     Examples
     --------
@@ -432,17 +453,26 @@ def bus_bandwidth(n_bytes: float, time_s: float, p: int) -> float:
     >>> gl.bus_bandwidth(1e9, 0.01, 2) / 1e9      # GB/s
     100.0
     """
-    t = _check_positive(time_s, "time_s")
-    return allreduce_bytes_per_rank(n_bytes, p) / t
+    t = positive_number("time_s", time_s)
+    return _finite(allreduce_bytes_per_rank(n_bytes, n_gpus) / t, "n_bytes and time_s")
 
 
 # --------------------------------------------------------------------------- calibration
 
 
+def _numbers(name: str, values, *, positive: bool) -> np.ndarray:
+    """A 1-D float array from a sequence of real numbers, each checked like a scalar."""
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise ValueError(f"{name}={values!r} must be a sequence of numbers")
+    check = positive_number if positive else non_negative_number
+    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
+    return np.array([check(f"{name}[{i}]", v) for i, v in enumerate(items)], dtype=float)
+
+
 def fit_alpha_beta(
     n_bytes: Sequence[float],
     times_s: Sequence[float],
-    p: int,
+    n_gpus: int,
     *,
     algorithm: str = "ring",
     collective: str = "allreduce",
@@ -456,9 +486,9 @@ def fit_alpha_beta(
     Parameters
     ----------
     n_bytes, times_s : sequences of float
-        Message sizes (bytes) and measured times (seconds), same length, at least two
-        distinct sizes.
-    p : int
+        Message sizes (bytes, 0 or more) and measured times (seconds, above 0), same
+        length, at least two distinct sizes.
+    n_gpus : int
         Ranks in the measurement (at least 2).
     algorithm, collective : str
         The model to fit (see :data:`COLLECTIVES`).
@@ -471,26 +501,21 @@ def fit_alpha_beta(
     --------
     >>> import gpulab as gl
     >>> sizes = [1e3, 1e5, 1e7]
-    >>> times = [gl.allreduce_time(n, 4, alpha_s=5e-6, bandwidth_bytes_per_s=20e9) for n in sizes]
+    >>> times = [gl.allreduce_time(n, 4, alpha_s=5e-6, bandwidth_bytes_per_s=20e9)
+    ...          for n in sizes]
     >>> alpha, beta = gl.fit_alpha_beta(sizes, times, 4)
     >>> round(alpha * 1e6, 6), round(beta / 1e9, 6)
     (5.0, 20.0)
     """
-    p = positive_int("p", p)
+    p = positive_int("n_gpus", n_gpus)
     if p < 2:
-        raise ValueError(f"p={p!r}: a fit needs a measurement with at least 2 ranks")
-    n = np.asarray(n_bytes, dtype=float)
-    t = np.asarray(times_s, dtype=float)
-    if n.ndim != 1 or t.shape != n.shape:
-        raise ValueError(
-            f"n_bytes and times_s must be 1-D and the same length (got {n.shape} and {t.shape})"
-        )
+        raise ValueError(f"n_gpus={p!r}: a fit needs a measurement with at least 2 ranks")
+    n = _numbers("n_bytes", n_bytes, positive=False)
+    t = _numbers("times_s", times_s, positive=True)
+    if t.shape != n.shape:
+        raise ValueError(f"n_bytes and times_s must be the same length (got {len(n)} and {len(t)})")
     if len(np.unique(n)) < 2:
         raise ValueError(f"n_bytes={list(n)!r} needs at least two distinct message sizes")
-    if not (np.all(np.isfinite(n)) and np.all(n >= 0)):
-        raise ValueError("n_bytes must be finite and >= 0")
-    if not (np.all(np.isfinite(t)) and np.all(t > 0)):
-        raise ValueError("times_s must be finite and > 0")
     a, b = _coefficients(collective, p, algorithm)
     weights = 1.0 / t  # relative error
     design = np.column_stack([np.ones_like(n), n]) * weights[:, None]
@@ -524,22 +549,27 @@ class StepTime:
         The part of ``comm_s`` not hidden behind compute.
     total_s : float
         ``compute_s + exposed_comm_s``.
-    p : int
-        Number of ranks.
+    n_gpus : int
+        Number of ranks (one per GPU).
     """
 
     compute_s: float
     comm_s: float
     exposed_comm_s: float
     total_s: float
-    p: int
+    n_gpus: int
+
+    def __post_init__(self) -> None:
+        for name in ("compute_s", "comm_s", "exposed_comm_s", "total_s"):
+            non_negative_number(name, getattr(self, name))
+        positive_int("n_gpus", self.n_gpus)
 
     @property
     def efficiency(self) -> float:
         """Scaling efficiency ``compute_s / total_s``: single-GPU time over per-GPU step time.
 
-        With a fixed batch per GPU (weak scaling) this is the throughput on ``p`` GPUs
-        divided by ``p`` times the throughput on one.
+        With a fixed batch per GPU (weak scaling) this is the throughput on ``n_gpus`` GPUs
+        divided by ``n_gpus`` times the throughput on one.
         """
         return self.compute_s / self.total_s if self.total_s > 0 else 1.0
 
@@ -550,22 +580,22 @@ class StepTime:
 
     @property
     def speedup(self) -> float:
-        """Throughput on ``p`` ranks over throughput on one: ``p · efficiency``."""
-        return self.p * self.efficiency
+        """Throughput on ``n_gpus`` ranks over throughput on one: ``n_gpus · efficiency``."""
+        return self.n_gpus * self.efficiency
 
 
 def _as_link(link) -> Interconnect:
     if isinstance(link, Interconnect):
         return link
     if isinstance(link, str):
-        return interconnect(link)
+        return _lookup("link", link)
     raise ValueError(f"link={link!r} must be an Interconnect or a name such as 'NVLink 4'")
 
 
 def dp_step_time(
     compute_s: float,
     grad_bytes: float,
-    p: int,
+    n_gpus: int,
     *,
     link,
     overlap: float = 0.0,
@@ -587,7 +617,7 @@ def dp_step_time(
         Seconds of compute per step on one GPU (> 0).
     grad_bytes : float
         Bytes of gradients all-reduced per step (parameters × bytes per gradient).
-    p : int
+    n_gpus : int
         Number of GPUs.
     link : Interconnect or str
         The link between GPUs, e.g. ``"NVLink 4"`` or ``gl.interconnect("PCIe 4")``.
@@ -612,19 +642,21 @@ def dp_step_time(
     >>> round(step.comm_s * 1e3, 2), round(step.efficiency, 3)
     (5.69, 0.946)
     """
-    compute = _check_positive(compute_s, "compute_s")
-    grad = _check_nonnegative(grad_bytes, "grad_bytes")
-    p = positive_int("p", p)
-    overlap = _check_nonnegative(overlap, "overlap")
-    if overlap > 1:
-        raise ValueError(f"overlap={overlap!r} must be between 0 and 1")
+    compute = positive_number("compute_s", compute_s)
+    grad = non_negative_number("grad_bytes", grad_bytes)
+    p = positive_int("n_gpus", n_gpus)
+    overlap = fraction("overlap", overlap)
     the_link = _as_link(link)
     if alpha_s is None:
         alpha = the_link.latency_s or 0.0
     else:
-        alpha = _check_nonnegative(alpha_s, "alpha_s")
+        alpha = non_negative_number("alpha_s", alpha_s)
     comm = allreduce_time(grad, p, alpha_s=alpha, bandwidth_bytes_per_s=the_link.bandwidth)
     exposed = max(0.0, comm - overlap * compute)
     return StepTime(
-        compute_s=compute, comm_s=comm, exposed_comm_s=exposed, total_s=compute + exposed, p=p
+        compute_s=compute,
+        comm_s=comm,
+        exposed_comm_s=exposed,
+        total_s=_finite(compute + exposed, "compute_s and grad_bytes"),
+        n_gpus=p,
     )

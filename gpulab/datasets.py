@@ -13,6 +13,9 @@ See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 from __future__ import annotations
 
 import time
+from numbers import Integral
+
+from gpulab._checks import non_negative_int, non_negative_number, positive_int
 
 __all__ = ["SyntheticDataset"]
 
@@ -31,12 +34,12 @@ class SyntheticDataset:
     shape : tuple of int
         Shape of one input sample.
     n_classes : int
-        Labels are in ``range(n_classes)``.
+        Labels are in ``range(n_classes)`` (at least 2).
     load_s : float
         Seconds each ``__getitem__`` waits before returning, simulating slow storage; 0 for
         none. The wait does not use the CPU, like waiting for a disk or a network.
     seed : int
-        Base seed.
+        Base seed (0 or more).
 
     Examples
     --------
@@ -51,16 +54,20 @@ class SyntheticDataset:
     def __init__(
         self, n: int, shape: tuple[int, ...], n_classes: int = 10, load_s: float = 0.0, seed=0
     ):
-        if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-            raise ValueError(f"n={n!r} must be a positive integer")
-        if not shape or any(not isinstance(s, int) or s < 1 for s in shape):
+        n = positive_int("n", n)
+        if not isinstance(shape, (tuple, list)) or not shape:
             raise ValueError(f"shape={shape!r} must be a tuple of positive integers")
-        if isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 2:
+        for size in shape:
+            try:
+                positive_int("shape", size)
+            except ValueError:
+                raise ValueError(f"shape={shape!r} must be a tuple of positive integers") from None
+        n_classes = positive_int("n_classes", n_classes)
+        if n_classes < 2:
             raise ValueError(f"n_classes={n_classes!r} must be an integer of at least 2")
-        if not load_s >= 0:
-            raise ValueError(f"load_s={load_s!r} must be zero or a positive number of seconds")
         self.n, self.shape, self.n_classes = n, tuple(shape), n_classes
-        self.load_s, self.seed = float(load_s), int(seed)
+        self.load_s = non_negative_number("load_s", load_s)
+        self.seed = non_negative_int("seed", seed)
 
     def __len__(self) -> int:
         return self.n
@@ -68,6 +75,8 @@ class SyntheticDataset:
     def __getitem__(self, index: int):
         import torch
 
+        if isinstance(index, bool) or not isinstance(index, Integral):
+            raise TypeError(f"index={index!r} must be an int")
         if not 0 <= index < self.n:
             raise IndexError(f"index={index} is outside range({self.n})")
         if self.load_s:

@@ -26,6 +26,16 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab._checks import (
+    choice,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    positive_number,
+)
+from gpulab._checks import path as check_path
+from gpulab.units import format_duration
+
 __all__ = ["DistPlan", "LaunchResult", "dist_plan", "launch_env", "torchrun"]
 
 
@@ -50,8 +60,15 @@ class DistPlan:
     device: str
     reason: str
 
+    def __post_init__(self) -> None:
+        choice("backend", self.backend, ("nccl", "gloo"))
+        positive_int("nproc", self.nproc)
+        choice("device", self.device, ("cuda", "cpu"))
+        if not isinstance(self.reason, str):
+            raise ValueError(f"reason={self.reason!r} must be a str")
 
-def dist_plan(gpu_count: int | None = None) -> DistPlan:
+
+def dist_plan(n_gpus: int | None = None) -> DistPlan:
     """Choose the backend and the number of processes from the hardware present.
 
     One process per GPU with NCCL where there are at least two CUDA GPUs; otherwise two
@@ -60,29 +77,28 @@ def dist_plan(gpu_count: int | None = None) -> DistPlan:
 
     Parameters
     ----------
-    gpu_count : int, optional
-        Number of CUDA GPUs; default ``torch.cuda.device_count()``.
+    n_gpus : int, optional
+        Number of CUDA GPUs (0 or more); default ``torch.cuda.device_count()``.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.dist_plan(gpu_count=0).backend, gl.dist_plan(gpu_count=0).nproc
+    >>> gl.dist_plan(n_gpus=0).backend, gl.dist_plan(n_gpus=0).nproc
     ('gloo', 2)
-    >>> gl.dist_plan(gpu_count=8).nproc
+    >>> gl.dist_plan(n_gpus=8).nproc
     8
     """
-    if gpu_count is None:
+    if n_gpus is None:
         try:
             import torch
 
-            gpu_count = torch.cuda.device_count() if torch.cuda.is_available() else 0
+            n_gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
         except ImportError:
-            gpu_count = 0
-    if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
-        raise ValueError(f"gpu_count={gpu_count!r} must be a non-negative integer")
-    if gpu_count >= 2:
-        return DistPlan("nccl", gpu_count, "cuda", f"{gpu_count} CUDA GPUs: one NCCL rank each.")
-    why = "One GPU cannot host two NCCL ranks" if gpu_count == 1 else "No CUDA GPU"
+            n_gpus = 0
+    n_gpus = non_negative_int("n_gpus", n_gpus)
+    if n_gpus >= 2:
+        return DistPlan("nccl", n_gpus, "cuda", f"{n_gpus} CUDA GPUs: one NCCL rank each.")
+    why = "One GPU cannot host two NCCL ranks" if n_gpus == 1 else "No CUDA GPU"
     return DistPlan("gloo", 2, "cpu", f"{why}: two CPU processes with gloo.")
 
 
@@ -94,6 +110,8 @@ def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
     always works for processes on one machine, so ``GLOO_SOCKET_IFNAME=lo`` is set unless
     the caller set it. ``MASTER_ADDR`` defaults to ``127.0.0.1`` for the same reason.
     """
+    if base is not None and not isinstance(base, dict):
+        raise ValueError(f"base={base!r} must be a dict of environment variables or None")
     env = dict(os.environ if base is None else base)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
@@ -133,6 +151,22 @@ class LaunchResult:
     failed_rank: int | None
     message: str
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.command, tuple) or not all(isinstance(c, str) for c in self.command):
+            raise ValueError(f"command={self.command!r} must be a tuple of str")
+        if self.returncode is not None and (
+            isinstance(self.returncode, bool) or not isinstance(self.returncode, int)
+        ):
+            raise ValueError(f"returncode={self.returncode!r} must be an int or None")
+        for name in ("stdout", "stderr", "message"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a str")
+        non_negative_number("elapsed_s", self.elapsed_s)
+        if not isinstance(self.timed_out, bool):
+            raise ValueError(f"timed_out={self.timed_out!r} must be True or False")
+        if self.failed_rank is not None:
+            non_negative_int("failed_rank", self.failed_rank)
+
     @property
     def ok(self) -> bool:
         """True when every rank finished with exit code 0 in time."""
@@ -150,6 +184,10 @@ class LaunchResult:
             raise RuntimeError(self.message)
         return self
 
+
+#: The longest timeout torchrun accepts: a week. Waiting on a process for much longer (about
+#: 24.8 days, 2**31 ms) overflows the operating system's poll() and raises after the start.
+_MAX_TIMEOUT_S = 7 * 86400.0
 
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s*")
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
@@ -233,7 +271,8 @@ def torchrun(
     args : sequence of str
         Arguments passed to the script.
     timeout_s : float
-        Wall-clock limit for the whole job, start-up included. After it every process of
+        Wall-clock limit for the whole job in seconds, start-up included: a finite number
+        above 0 and at most 7 days. After it every process of
         the job is stopped and the result says so. Give the script's own collectives a
         shorter timeout (``init_process_group(timeout=...)``) so a stuck collective fails
         with a message before this limit.
@@ -253,17 +292,32 @@ def torchrun(
     Raises
     ------
     ValueError
-        For a script that does not exist or a bad ``nproc``/``timeout_s``.
+        For a script that does not exist or a bad ``nproc``, ``timeout_s`` (it must be a
+        finite number of seconds above 0), ``args``, ``env`` or ``cwd``. Every argument is
+        checked before anything is started.
     """
-    path = Path(cwd or ".") / script
+    timeout_s = positive_number("timeout_s", timeout_s)
+    if timeout_s > _MAX_TIMEOUT_S:  # the OS cannot wait longer than about 24 days
+        raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
+    if nproc is not None:
+        nproc = positive_int("nproc", nproc)
+    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
+        raise ValueError(f"args={args!r} must be a sequence of str, e.g. ['--epochs', '2']")
+    if env is not None and (
+        not isinstance(env, dict)
+        or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    ):
+        raise ValueError(f"env={env!r} must be a dict of str to str, or None")
+    if cwd is not None:
+        check_path("cwd", os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd, kind="dir")
+    script_path = check_path(
+        "script", os.fspath(script) if isinstance(script, os.PathLike) else script
+    )
+    path = Path(cwd or ".") / script_path
     if not path.is_file():
         raise ValueError(f"script={str(script)!r} does not exist (looked in {path.parent})")
     if nproc is None:
         nproc = dist_plan().nproc
-    if isinstance(nproc, bool) or not isinstance(nproc, int) or nproc < 1:
-        raise ValueError(f"nproc={nproc!r} must be a positive integer")
-    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValueError(f"timeout_s={timeout_s!r} must be a positive number of seconds")
 
     with tempfile.TemporaryDirectory(prefix="gpulab-torchrun-") as log_dir:
         command = (
@@ -313,14 +367,14 @@ def torchrun(
             f"rank never reaches, or in an endless loop. Last output: {_tail(stdout)}"
         )
     elif returncode == 0:
-        message = f"{name}: {nproc} processes finished in {elapsed:.1f} s."
+        message = f"{name}: {nproc} processes finished in {format_duration(elapsed)}."
     elif "No module named torch" in stderr:
         message = "torchrun needs PyTorch, which is not installed here: pip install torch"
     else:
         error = _rank_error(stderr, failed_rank)
         who = f"rank {failed_rank}" if failed_rank is not None else "a rank"
         code = f" with code {exit_code}" if exit_code is not None else ""
-        message = f"{name} failed after {elapsed:.1f} s: {who} exited{code}"
+        message = f"{name} failed after {format_duration(elapsed)}: {who} exited{code}"
         message += f" ({error})." if error else f". Last output: {_tail(stderr)}"
         if error and re.search(r"timed out|timeout", error, re.IGNORECASE):
             message += (

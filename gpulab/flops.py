@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from gpulab._checks import positive_int
+from gpulab._checks import non_negative_int, positive_int
 
 __all__ = ["conv2d_flops", "count_flops", "eager_cost", "linear_flops", "matmul_flops"]
 
@@ -26,10 +26,22 @@ def _positive_ints(**values: int) -> None:
         positive_int(name, value)
 
 
-def _pair(name: str, value: int | Sequence[int]) -> tuple[int, int]:
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2 or any(isinstance(v, bool) or not isinstance(v, int) for v in pair):
+def _pair(name: str, value: int | Sequence[int], *, allow_zero: bool = False) -> tuple[int, int]:
+    """``value`` as (height, width): an int for both, or a pair; each above 0 (or 0 or more)."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (int, Sequence)):
         raise ValueError(f"{name}={value!r} must be an int or a pair of ints")
+    pair = (value, value) if isinstance(value, int) else tuple(value)
+    if len(pair) != 2:
+        raise ValueError(f"{name}={value!r} must be an int or a pair of ints")
+    check = non_negative_int if allow_zero else positive_int
+    for v in pair:
+        try:
+            check(name, v)
+        except ValueError:
+            kind = "0 or more" if allow_zero else "positive"
+            raise ValueError(
+                f"{name}={value!r} must be a {kind} int or a pair of {kind} ints"
+            ) from None
     return pair  # type: ignore[return-value]
 
 
@@ -104,21 +116,24 @@ def conv2d_output_size(
 ) -> tuple[int, int]:
     """Height and width of a 2-D convolution's output, as ``torch.nn.Conv2d`` computes them.
 
+    ``size``, ``kernel_size``, ``stride`` and ``dilation`` must be positive; ``padding``
+    0 or more.
+
     Examples
     --------
     >>> conv2d_output_size(224, 7, stride=2, padding=3)
     (112, 112)
     """
-    hw, k, s, p, d = (
+    hw, k, s, d = (
         _pair(n, v)
         for n, v in (
             ("size", size),
             ("kernel_size", kernel_size),
             ("stride", stride),
-            ("padding", padding),
             ("dilation", dilation),
         )
     )
+    p = _pair("padding", padding, allow_zero=True)
     out = tuple((hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
     if min(out) < 1:
         raise ValueError(f"size={size!r} is too small for kernel_size={kernel_size!r}")
@@ -151,9 +166,9 @@ def conv2d_flops(
     batch, in_channels, out_channels : int
         Images per batch and channels in and out.
     kernel_size, input_size : int or pair of int
-        Filter size and the input's height and width.
+        Filter size and the input's height and width (positive).
     stride, padding, dilation : int or pair of int
-        As in ``torch.nn.Conv2d``.
+        As in ``torch.nn.Conv2d``: stride and dilation positive, padding 0 or more.
     groups : int
         As in ``torch.nn.Conv2d``; must divide both channel counts.
     backward, input_grad : bool
@@ -175,7 +190,10 @@ def conv2d_flops(
         raise ValueError(
             f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
         )
-    h_out, w_out = conv2d_output_size(input_size, kernel_size, stride, padding, dilation)
+    _pair("input_size", input_size)  # checked here so the error names this function's parameter
+    h_out, w_out = conv2d_output_size(
+        size=input_size, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation
+    )
     kh, kw = _pair("kernel_size", kernel_size)
     forward = 2 * batch * out_channels * h_out * w_out * (in_channels // groups) * kh * kw
     return _with_backward(forward, backward, input_grad)
@@ -231,6 +249,26 @@ def count_flops(module_or_fn: Callable, *inputs, backward: bool = False) -> int:
     return int(counter.get_total_flops())
 
 
+def _dispatch_mode_class():
+    """torch's ``TorchDispatchMode``, which sees every operator eager PyTorch runs.
+
+    It lives in a private module (``torch.utils._python_dispatch``) that a future torch may
+    move; without it the bytes cannot be counted, and :func:`eager_cost` says so.
+    """
+    import torch
+
+    try:
+        from torch.utils._python_dispatch import TorchDispatchMode
+    except ImportError as err:
+        raise RuntimeError(
+            "eager_cost counts bytes with torch.utils._python_dispatch.TorchDispatchMode, which "
+            f"this torch ({torch.__version__}) does not provide ({err}). gl.count_flops still "
+            "counts the FLOPs; count the bytes by hand (the sizes of each operator's inputs "
+            "and outputs)."
+        ) from err
+    return TorchDispatchMode
+
+
 def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
     """FLOPs and bytes of memory traffic of one eager run of ``fn``.
 
@@ -238,6 +276,15 @@ def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
     and convolutions only). Bytes are the sizes of every operator's tensor inputs and
     outputs: what eager PyTorch reads and writes when no two operators are fused, the
     traffic a roofline prediction (:func:`gpulab.predict_time`) needs.
+
+    Raises
+    ------
+    ValueError
+        If ``fn`` is not callable.
+    RuntimeError
+        If this torch lacks ``torch.utils._python_dispatch.TorchDispatchMode``, the private
+        API that sees each operator's tensors: there is no public way to count the bytes,
+        and a guess would not be a measurement. :func:`count_flops` still works.
 
     Examples
     --------
@@ -247,11 +294,14 @@ def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
     (524288.0, 49152.0)
     """
     import torch
-    from torch.utils._python_dispatch import TorchDispatchMode
     from torch.utils._pytree import tree_flatten
     from torch.utils.flop_counter import FlopCounterMode
 
-    class _Traffic(TorchDispatchMode):
+    if not callable(fn):
+        raise ValueError(f"fn={fn!r} must be a function of no arguments, e.g. lambda: a @ b")
+    dispatch_mode = _dispatch_mode_class()
+
+    class _Traffic(dispatch_mode):
         def __init__(self):
             super().__init__()
             self.bytes = 0

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gpulab._checks import positive_int
+from gpulab._checks import non_negative_int, positive_int
 
 __all__ = [
     "BERT_BASE",
@@ -49,7 +49,21 @@ def count_parameters(model: nn.Module) -> int:
     >>> count_parameters(torch.nn.Linear(10, 3))
     33
     """
+    if not isinstance(model, nn.Module):
+        raise ValueError(f"model={model!r} must be a torch.nn.Module")
     return sum(p.numel() for p in model.parameters())
+
+
+def _flag(name: str, value) -> bool:
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be True or False")
+    return value
+
+
+def _block_args(c_in, width, stride) -> None:
+    positive_int("c_in", c_in)
+    positive_int("width", width)
+    positive_int("stride", stride)
 
 
 # --------------------------------------------------------------------------- ResNet
@@ -69,6 +83,7 @@ class BasicBlock(nn.Module):
     expansion = 1
 
     def __init__(self, c_in: int, width: int, stride: int = 1):
+        _block_args(c_in, width, stride)
         super().__init__()
         c_out = width * self.expansion
         self.conv1 = _conv3x3(c_in, width, stride)
@@ -93,6 +108,7 @@ class Bottleneck(nn.Module):
     expansion = 4
 
     def __init__(self, c_in: int, width: int, stride: int = 1):
+        _block_args(c_in, width, stride)
         super().__init__()
         c_out = width * self.expansion
         self.conv1 = _conv1x1(c_in, width)
@@ -145,13 +161,19 @@ class ResNet(nn.Module):
         small_input: bool = False,
     ):
         super().__init__()
-        if len(layers) == 0 or any(
-            isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in layers
+        if not (isinstance(block, type) and issubclass(block, (BasicBlock, Bottleneck))):
+            raise ValueError(f"block={block!r} must be BasicBlock or Bottleneck")
+        if (
+            not isinstance(layers, Sequence)
+            or isinstance(layers, str)
+            or len(layers) == 0
+            or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in layers)
         ):
             raise ValueError(f"layers={layers!r} must be a non-empty sequence of positive ints")
         positive_int("num_classes", num_classes)
         positive_int("in_channels", in_channels)
         positive_int("width", width)
+        _flag("small_input", small_input)
         if small_input:
             self.stem = nn.Sequential(
                 _conv3x3(in_channels, width), nn.BatchNorm2d(width), nn.ReLU(inplace=True)
@@ -226,7 +248,7 @@ def small_resnet(
     """
     return ResNet(
         BasicBlock,
-        tuple(layers),
+        tuple(layers) if isinstance(layers, Sequence) and not isinstance(layers, str) else layers,
         num_classes=num_classes,
         in_channels=in_channels,
         width=width,
@@ -279,8 +301,9 @@ class TransformerConfig:
             positive_int(name, getattr(self, name))
         if self.hidden % self.heads:
             raise ValueError(f"heads={self.heads} must divide hidden={self.hidden}")
-        if self.type_vocab_size < 0:
-            raise ValueError(f"type_vocab_size={self.type_vocab_size!r} must be 0 or more")
+        non_negative_int("type_vocab_size", self.type_vocab_size)
+        _flag("pooler", self.pooler)
+        _flag("pre_ln", self.pre_ln)
 
 
 #: BERT-base (Devlin et al., 2019): L=12, H=768, A=12, WordPiece vocabulary of 30,522.
@@ -320,6 +343,9 @@ def transformer_param_count(config: TransformerConfig, mlm_head: bool = False) -
     >>> counts["total"], counts["non_embedding"]
     (109482240, 85645056)
     """
+    if not isinstance(config, TransformerConfig):
+        raise ValueError(f"config={config!r} must be a TransformerConfig")
+    _flag("mlm_head", mlm_head)
     h, inter, n_layers = config.hidden, config.intermediate, config.layers
     embeddings = (config.vocab_size + config.max_positions + config.type_vocab_size) * h + 2 * h
     per_layer = 4 * (h * h + h) + (2 * h * inter + inter + h) + 4 * h
@@ -384,6 +410,9 @@ class TransformerEncoder(nn.Module):
     """
 
     def __init__(self, config: TransformerConfig, mlm_head: bool = True):
+        if not isinstance(config, TransformerConfig):
+            raise ValueError(f"config={config!r} must be a TransformerConfig")
+        _flag("mlm_head", mlm_head)
         super().__init__()
         h = config.hidden
         self.config = config

@@ -5,7 +5,7 @@ These are the formulas the chapter derives and the lab checks against measuremen
 * a GPipe-style pipeline of ``p`` stages fed ``m`` micro-batches idles for a fraction
   ``(p-1)/(m+p-1)`` of each step (Huang et al. 2019);
 * ZeRO / FSDP shards optimizer state (stage 1), gradients (stage 2) and parameters
-  (stage 3) across the ``p`` data-parallel ranks (Rajbhandari et al. 2020);
+  (stage 3) across the ``n_gpus`` data-parallel ranks (Rajbhandari et al. 2020);
 * Amdahl's law bounds the speed-up of a job with a serial fraction.
 
 See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulab._checks import positive_int
-from gpulab.comms import _as_link, _check_nonnegative, dp_step_time
+from gpulab._checks import fraction, non_negative_int, non_negative_number, positive_int
+from gpulab.comms import _as_link, dp_step_time
 
 __all__ = [
     "ShardedMemory",
@@ -27,11 +27,12 @@ __all__ = [
 ]
 
 
-def pipeline_bubble(p: int, m: int) -> float:
+def pipeline_bubble(n_stages: int, n_microbatches: int) -> float:
     """Idle fraction of a GPipe pipeline step: ``(p-1) / (m+p-1)``.
 
-    With ``p`` equal stages and ``m`` micro-batches a step lasts ``m + p - 1`` micro-batch
-    slots (forward and backward alike), of which each stage is busy for ``m``.
+    With ``p = n_stages`` equal stages (one GPU each) and ``m = n_microbatches``
+    micro-batches a step lasts ``m + p - 1`` micro-batch slots (forward and backward
+    alike), of which each stage is busy for ``m``.
 
     Examples
     --------
@@ -39,14 +40,14 @@ def pipeline_bubble(p: int, m: int) -> float:
     >>> gl.pipeline_bubble(2, 1), gl.pipeline_bubble(2, 4), round(gl.pipeline_bubble(4, 32), 4)
     (0.5, 0.2, 0.0857)
     """
-    p = positive_int("p", p)
-    m = positive_int("m", m)
+    p = positive_int("n_stages", n_stages)
+    m = positive_int("n_microbatches", n_microbatches)
     return (p - 1) / (m + p - 1)
 
 
-def amdahl_speedup(p: int, serial_fraction: float) -> float:
-    """Amdahl's law: speed-up on ``p`` workers when ``serial_fraction`` of the work cannot
-    be parallelised, ``1 / (s + (1-s)/p)``.
+def amdahl_speedup(n_gpus: int, serial_fraction: float) -> float:
+    """Amdahl's law: speed-up on ``n_gpus`` workers when ``serial_fraction`` of the work
+    cannot be parallelised, ``1 / (s + (1-s)/n_gpus)``.
 
     Examples
     --------
@@ -54,11 +55,18 @@ def amdahl_speedup(p: int, serial_fraction: float) -> float:
     >>> gl.amdahl_speedup(8, 0.0), round(gl.amdahl_speedup(1024, 0.05), 2)
     (8.0, 19.64)
     """
-    p = positive_int("p", p)
-    s = _check_nonnegative(serial_fraction, "serial_fraction")
-    if s > 1:
-        raise ValueError(f"serial_fraction={serial_fraction!r} must be between 0 and 1")
+    p = positive_int("n_gpus", n_gpus)
+    s = fraction("serial_fraction", serial_fraction)
     return 1.0 / (s + (1.0 - s) / p)
+
+
+def _stage(stage) -> int:
+    try:
+        if non_negative_int("stage", stage) <= 3:
+            return int(stage)
+    except ValueError:
+        pass
+    raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
 
 
 @dataclass(frozen=True)
@@ -67,29 +75,35 @@ class ShardedMemory:
 
     Attributes
     ----------
-    params, grads, optimizer : float
+    params_bytes, grads_bytes, optimizer_bytes : float
         Bytes of parameters, gradients and optimizer state on one rank.
-    p : int
+    n_gpus : int
         Data-parallel ranks.
     stage : int
         ZeRO stage: 0 (plain DDP, everything replicated) to 3 (everything sharded).
     """
 
-    params: float
-    grads: float
-    optimizer: float
-    p: int
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    n_gpus: int
     stage: int
 
+    def __post_init__(self) -> None:
+        for name in ("params_bytes", "grads_bytes", "optimizer_bytes"):
+            non_negative_number(name, getattr(self, name))
+        positive_int("n_gpus", self.n_gpus)
+        _stage(self.stage)
+
     @property
-    def total(self) -> float:
+    def total_bytes(self) -> float:
         """Bytes per rank: parameters + gradients + optimizer state."""
-        return self.params + self.grads + self.optimizer
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes
 
 
 def sharded_memory(
     n_params: float,
-    p: int,
+    n_gpus: int,
     stage: int,
     *,
     param_bytes: float = 4,
@@ -102,7 +116,7 @@ def sharded_memory(
     ----------
     n_params : float
         Number of parameters of the model.
-    p : int
+    n_gpus : int
         Data-parallel ranks the state is sharded over.
     stage : {0, 1, 2, 3}
         0: nothing sharded (DDP). 1: optimizer state sharded. 2: also gradients.
@@ -119,22 +133,21 @@ def sharded_memory(
 
     >>> import gpulab as gl
     >>> [round(gl.sharded_memory(7.5e9, 64, s, param_bytes=2, grad_bytes=2,
-    ...                          optimizer_bytes=12).total / 1e9, 2) for s in range(4)]
+    ...                          optimizer_bytes=12).total_bytes / 1e9, 2) for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
     """
-    n = _check_nonnegative(n_params, "n_params")
-    p = positive_int("p", p)
-    if stage not in (0, 1, 2, 3):
-        raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
-    sizes = [_check_nonnegative(b, name) for b, name in
+    n = non_negative_number("n_params", n_params)
+    p = positive_int("n_gpus", n_gpus)
+    stage = _stage(stage)
+    sizes = [non_negative_number(name, b) for b, name in
              ((param_bytes, "param_bytes"), (grad_bytes, "grad_bytes"),
               (optimizer_bytes, "optimizer_bytes"))]  # fmt: skip
     params, grads, optimizer = (n * b for b in sizes)
     return ShardedMemory(
-        params=params / p if stage >= 3 else params,
-        grads=grads / p if stage >= 2 else grads,
-        optimizer=optimizer / p if stage >= 1 else optimizer,
-        p=p,
+        params_bytes=params / p if stage >= 3 else params,
+        grads_bytes=grads / p if stage >= 2 else grads,
+        optimizer_bytes=optimizer / p if stage >= 1 else optimizer,
+        n_gpus=p,
         stage=stage,
     )
 
@@ -142,13 +155,20 @@ def sharded_memory(
 def scaling_curve(
     compute_s: float,
     grad_bytes: float,
-    gpu_counts,
+    n_gpus,
     *,
     link,
     overlap: float = 0.0,
     alpha_s: float | None = None,
 ) -> list:
-    """:func:`gpulab.dp_step_time` for each GPU count: a weak-scaling prediction.
+    """:func:`gpulab.dp_step_time` for each GPU count in ``n_gpus``: a weak-scaling prediction.
+
+    Parameters
+    ----------
+    compute_s, grad_bytes, link, overlap, alpha_s
+        As in :func:`gpulab.dp_step_time`.
+    n_gpus : sequence of int
+        The GPU counts to predict, e.g. ``[1, 2, 4, 8]``.
 
     Examples
     --------
@@ -157,8 +177,13 @@ def scaling_curve(
     >>> [round(s.efficiency, 3) for s in curve]
     [1.0, 0.759, 0.643]
     """
+    if isinstance(n_gpus, (str, bytes)) or not hasattr(n_gpus, "__iter__"):
+        raise ValueError(f"n_gpus={n_gpus!r} must be a sequence of GPU counts, e.g. [1, 2, 4]")
+    counts = [positive_int(f"n_gpus[{i}]", p) for i, p in enumerate(n_gpus)]
+    if not counts:
+        raise ValueError("n_gpus=[] must hold at least one GPU count")
     the_link = _as_link(link)
     return [
         dp_step_time(compute_s, grad_bytes, p, link=the_link, overlap=overlap, alpha_s=alpha_s)
-        for p in gpu_counts
+        for p in counts
     ]

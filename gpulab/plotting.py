@@ -11,7 +11,9 @@ from contextlib import contextmanager
 
 import matplotlib as mpl
 import matplotlib.patches
+import numpy as np
 
+from gpulab._checks import choice, finite_number, positive_number
 from gpulab.specs import DeviceSpec, list_specs
 
 __all__ = [
@@ -83,7 +85,13 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
     -------
     matplotlib Axes
     """
-    specs = list_specs() if specs is None else specs
+    choice("which", which, ("fp32", "tensor", "bandwidth"))
+    if specs is None:
+        specs = list_specs()
+    elif isinstance(specs, (str, DeviceSpec)) or not isinstance(specs, Sequence):
+        raise ValueError(f"specs={specs!r} must be a sequence of DeviceSpec, or None")
+    elif not all(isinstance(s, DeviceSpec) for s in specs):
+        raise ValueError("specs must hold only DeviceSpec entries (gl.get_spec finds them)")
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -142,11 +150,26 @@ def plot_measured_vs_predicted(
         True where the value is a prediction rather than a measurement.
     unit : str
         Axis label, e.g. ``"GFLOP/s"``.
+    log : bool
+        Logarithmic value axis (then every value must be above 0).
     legend : bool
         Draw the "measured" / "prediction" key below the axes.
     """
+    for name, seq in (("labels", labels), ("values", values), ("predicted", predicted)):
+        if isinstance(seq, (str, bytes)) or not isinstance(seq, (Sequence, np.ndarray)):
+            raise ValueError(f"{name}={seq!r} must be a sequence with one entry per bar")
     if not len(labels) == len(values) == len(predicted):
         raise ValueError("labels, values and predicted must have the same length")
+    for i, value in enumerate(values):
+        if log:
+            positive_number(f"values[{i}]", value)
+        elif finite_number(f"values[{i}]", value) < 0:
+            raise ValueError(f"values[{i}]={value!r} must be 0 or more")
+    for i, flag in enumerate(predicted):
+        if not isinstance(flag, (bool, np.bool_)):
+            raise ValueError(f"predicted[{i}]={flag!r} must be True or False")
+    if not isinstance(unit, str):
+        raise ValueError(f"unit={unit!r} must be a str such as 'GFLOP/s'")
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -187,6 +210,9 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
     first spot around its point that covers no other label or point. Call it after the
     figure's layout is final (after ``tight_layout``), since it works in pixels.
     """
+    fontsize = positive_number("fontsize", fontsize)
+    if not hasattr(ax, "texts") or not hasattr(ax, "figure"):
+        raise ValueError(f"ax={ax!r} must be a matplotlib Axes")
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()

@@ -9,6 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import random
 
+from gpulab._checks import non_negative_int
+
+_MAX_SEED = 2**32 - 1
+
 __all__ = ["provenance", "provenance_line", "seed_everything"]
 
 
@@ -21,8 +25,10 @@ def provenance(info=None) -> dict:
         Use this instead of probing the machine.
     """
     from gpulab import __version__
-    from gpulab.device import detect_device
+    from gpulab.device import DeviceInfo, detect_device
 
+    if info is not None and not isinstance(info, DeviceInfo):
+        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device()) or None")
     info = detect_device() if info is None else info
     return {
         "device": info.summary(),
@@ -51,6 +57,11 @@ def provenance_line(record: dict | None = None) -> str:
     ['gpulab 0.1.0', 'Python 3.11.7.']
     """
     rec = provenance() if record is None else record
+    if not isinstance(rec, dict):
+        raise ValueError(f"record={record!r} must be a dict from gl.provenance() or None")
+    missing = [key for key in ("date", "device", "gpulab", "python") if key not in rec]
+    if missing:
+        raise ValueError(f"record={record!r} lacks {', '.join(missing)}; gl.provenance() has them")
     cupy = rec.get("cupy") or "not installed"
     return (
         f"Outputs recorded on {rec['date']} on {rec['device']}; CuPy {cupy}; "
@@ -59,11 +70,15 @@ def provenance_line(record: dict | None = None) -> str:
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python's, NumPy's and torch's random generators so lab outputs reproduce."""
+    """Seed Python's, NumPy's and torch's random generators so lab outputs reproduce.
+
+    ``seed`` is an integer from 0 to 2**32 - 1 (the range NumPy's global generator takes).
+    """
     import numpy as np
 
-    if not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed={seed!r} must be a non-negative integer")
+    seed = non_negative_int("seed", seed)
+    if seed > _MAX_SEED:
+        raise ValueError(f"seed={seed!r} must be at most 2**32 - 1")
     random.seed(seed)
     np.random.seed(seed)
     try:

@@ -14,10 +14,20 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Memory bandw
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpulab.specs import DTYPES, DeviceSpec, get_spec
+from gpulab._checks import (
+    choice,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    resolve_spec,
+)
+from gpulab.precision import PEAK_PRECISIONS
+from gpulab.specs import DeviceSpec
+from gpulab.units import format_bytes, format_duration, format_rate
 
 __all__ = [
     "Ceilings",
@@ -31,6 +41,15 @@ __all__ = [
     "roofline_readout",
 ]
 
+#: Precisions a ceiling can be for: the registry's peaks, and FP64 for measured ceilings.
+_CEILING_PRECISIONS = (*PEAK_PRECISIONS, "fp64")
+
+
+def _name(label: str, value) -> str:
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError(f"{label}={value!r} must be a non-empty str")
+    return value
+
 
 @dataclass(frozen=True)
 class Prediction:
@@ -38,9 +57,9 @@ class Prediction:
 
     Attributes
     ----------
-    device : str
-        Registry name of the device.
-    dtype : str
+    device_name : str
+        Registry name of the device (or the name of measured :class:`Ceilings`).
+    precision : str
         Precision whose peak was used.
     time_s : float
         Predicted seconds (a lower bound).
@@ -50,17 +69,24 @@ class Prediction:
         Which ceiling sets ``time_s``.
     """
 
-    device: str
-    dtype: str
+    device_name: str
+    precision: str
     time_s: float
     compute_s: float
     memory_s: float
     bound: str
 
+    def __post_init__(self) -> None:
+        _name("device_name", self.device_name)
+        choice("precision", self.precision, _CEILING_PRECISIONS)
+        for label in ("time_s", "compute_s", "memory_s"):
+            non_negative_number(label, getattr(self, label))
+        choice("bound", self.bound, ("compute", "memory"))
+
     def __str__(self) -> str:
         return (
-            f"PREDICTION for {self.device} ({self.dtype}, roofline lower bound, not measured): "
-            f"{self.time_s * 1e3:.3g} ms, {self.bound}-bound"
+            f"PREDICTION for {self.device_name} ({self.precision}, roofline lower bound, "
+            f"not measured): {format_duration(self.time_s)}, {self.bound}-bound"
         )
 
 
@@ -70,10 +96,11 @@ class Ceilings:
 
     Attributes
     ----------
-    device : str
+    device_name : str
         What the ceilings belong to (a registry name, or the local device's name).
-    dtype : str
-        Precision of the compute ceiling, one of :data:`gpulab.specs.DTYPES` or ``"fp64"``.
+    precision : str
+        Precision of the compute ceiling, one of :data:`gpulab.PEAK_PRECISIONS` or
+        ``"fp64"``.
     peak_flops : float
         Compute ceiling in FLOP/s.
     memory_bandwidth : float
@@ -87,37 +114,54 @@ class Ceilings:
     Examples
     --------
     >>> import gpulab as gl
-    >>> c = gl.Ceilings.from_spec("T4", dtype="fp16")
+    >>> c = gl.Ceilings.from_spec("T4", precision="fp16")
     >>> c.ridge_point, c.measured
     (203.125, False)
     """
 
-    device: str
-    dtype: str
+    device_name: str
+    precision: str
     peak_flops: float
     memory_bandwidth: float
     measured: bool = True
     note: str = ""
 
     def __post_init__(self) -> None:
-        for name in ("peak_flops", "memory_bandwidth"):
-            value = getattr(self, name)
-            if not value > 0:
-                raise ValueError(f"{name}={value!r} must be positive")
+        _name("device_name", self.device_name)
+        choice("precision", self.precision, _CEILING_PRECISIONS)
+        positive_number("peak_flops", self.peak_flops)
+        positive_number("memory_bandwidth", self.memory_bandwidth)
+        if not isinstance(self.measured, bool):
+            raise ValueError(f"measured={self.measured!r} must be True or False")
+        if not isinstance(self.note, str):
+            raise ValueError(f"note={self.note!r} must be a str")
 
     @classmethod
-    def from_spec(cls, device: DeviceSpec | str, dtype: str = "fp32") -> Ceilings:
-        """The datasheet ceilings of a registry device (a prediction, not a measurement)."""
-        spec = _spec(device)
-        if not spec.memory_bandwidth:
-            raise ValueError(f"{spec.name} has no memory bandwidth in the registry")
+    def from_spec(cls, spec: DeviceSpec | str, precision: str = "fp32") -> Ceilings:
+        """The datasheet ceilings of a registry device (a prediction, not a measurement).
+
+        Parameters
+        ----------
+        spec : DeviceSpec or str
+            A registry entry or a name :func:`gpulab.get_spec` understands.
+        precision : str
+            One of :data:`gpulab.PEAK_PRECISIONS` that the datasheet gives a figure for.
+        """
+        entry = resolve_spec("spec", spec)
+        choice("precision", precision, PEAK_PRECISIONS)
+        if not entry.memory_bandwidth:
+            raise ValueError(f"spec={entry.name!r} has no memory bandwidth in the registry")
+        try:
+            peak = entry.peak(precision)
+        except ValueError as exc:  # the datasheet gives no figure for this precision
+            raise ValueError(f"precision={precision!r}: {exc}") from None
         return cls(
-            spec.name,
-            dtype,
-            spec.peak(dtype),
-            spec.memory_bandwidth,
+            entry.name,
+            precision,
+            peak,
+            entry.memory_bandwidth,
             measured=False,
-            note=f"datasheet: {spec.source_url}",
+            note=f"datasheet: {entry.source_url}",
         )
 
     @property
@@ -127,26 +171,31 @@ class Ceilings:
 
     def attainable(self, intensity: float) -> float:
         """min(peak FLOP/s, intensity × bandwidth): the roofline at ``intensity``."""
-        if intensity < 0:
-            raise ValueError(f"intensity={intensity!r} must be 0 or more (FLOPs per byte)")
+        intensity = non_negative_number("intensity", intensity)
         return min(self.peak_flops, intensity * self.memory_bandwidth)
 
     def predict(self, flops: float, bytes_moved: float) -> Prediction:
         """The roofline's lower bound on a kernel's time on these ceilings."""
-        if flops < 0 or bytes_moved < 0:
-            raise ValueError(f"flops={flops!r} and bytes_moved={bytes_moved!r} must be 0 or more")
+        flops = non_negative_number("flops", flops)
+        bytes_moved = non_negative_number("bytes_moved", bytes_moved)
         compute_s = flops / self.peak_flops
         memory_s = bytes_moved / self.memory_bandwidth
+        if not (math.isfinite(compute_s) and math.isfinite(memory_s)):
+            raise ValueError(
+                f"flops={flops!r} and bytes_moved={bytes_moved!r} overflow a float on these "
+                "ceilings; check their units"
+            )
         bound = "compute" if compute_s >= memory_s else "memory"
         return Prediction(
-            self.device, self.dtype, max(compute_s, memory_s), compute_s, memory_s, bound
+            self.device_name, self.precision, max(compute_s, memory_s), compute_s, memory_s, bound
         )
 
     def __str__(self) -> str:
         kind = "measured" if self.measured else "datasheet"
         return (
-            f"{self.device} ({self.dtype}, {kind}): {self.peak_flops / 1e9:,.1f} GFLOP/s, "
-            f"{self.memory_bandwidth / 1e9:,.1f} GB/s, ridge point "
+            f"{self.device_name} ({self.precision}, {kind}): "
+            f"{format_rate(self.peak_flops, 'FLOP/s')}, "
+            f"{format_rate(self.memory_bandwidth, 'B/s')}, ridge point "
             f"{self.ridge_point:.3g} FLOP/byte"
         )
 
@@ -160,11 +209,11 @@ class RooflinePoint:
     name : str
         Label shown next to the point.
     flops : float
-        FLOPs per call.
+        FLOPs per call (0 or more).
     bytes_moved : float
-        Bytes per call that must cross the memory interface at least once.
+        Bytes per call that must cross the memory interface at least once (above 0).
     time_s : float or None
-        Measured seconds per call; None for a kernel that is only predicted.
+        Measured seconds per call (above 0); None for a kernel that is only predicted.
 
     Examples
     --------
@@ -178,6 +227,14 @@ class RooflinePoint:
     flops: float
     bytes_moved: float
     time_s: float | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str):
+            raise ValueError(f"name={self.name!r} must be a str")
+        non_negative_number("flops", self.flops)
+        positive_number("bytes_moved", self.bytes_moved)
+        if self.time_s is not None:
+            positive_number("time_s", self.time_s)
 
     @property
     def intensity(self) -> float:
@@ -194,12 +251,13 @@ class RooflinePoint:
         return None if self.time_s is None else self.flops / self.time_s
 
 
-def _spec(device: DeviceSpec | str) -> DeviceSpec:
-    return device if isinstance(device, DeviceSpec) else get_spec(device)
-
-
-def _ceilings(device: Ceilings | DeviceSpec | str, dtype: str) -> Ceilings:
-    return device if isinstance(device, Ceilings) else Ceilings.from_spec(device, dtype)
+def _ceilings(spec: Ceilings | DeviceSpec | str, precision: str, label: str = "spec") -> Ceilings:
+    """``spec`` as Ceilings: measured ones as they are, a registry entry's from its datasheet."""
+    choice("precision", precision, _CEILING_PRECISIONS)
+    if isinstance(spec, Ceilings):
+        return spec
+    entry = resolve_spec(label, spec)
+    return Ceilings.from_spec(entry, precision)
 
 
 def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
@@ -211,20 +269,21 @@ def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
     >>> gl.arithmetic_intensity(flops=2 * 1024**3, bytes_moved=3 * 4 * 1024**2)
     170.66666666666666
     """
-    if flops < 0:
-        raise ValueError(f"flops={flops!r} must be 0 or more")
-    if bytes_moved <= 0:
-        raise ValueError(f"bytes_moved={bytes_moved!r} must be positive")
-    return flops / bytes_moved
+    flops = non_negative_number("flops", flops)
+    bytes_moved = positive_number("bytes_moved", bytes_moved)
+    intensity = flops / bytes_moved
+    if not math.isfinite(intensity):
+        raise ValueError(f"flops={flops!r} over bytes_moved={bytes_moved!r} overflows a float")
+    return intensity
 
 
 def attainable_flops(
-    device: Ceilings | DeviceSpec | str, intensity: float, dtype: str = "fp32"
+    spec: Ceilings | DeviceSpec | str, intensity: float, precision: str = "fp32"
 ) -> float:
-    """Roofline ceiling: min(peak FLOP/s, intensity × bandwidth) for ``device``.
+    """Roofline ceiling: min(peak FLOP/s, intensity × bandwidth) for ``spec``.
 
-    ``device`` is a registry name or entry (datasheet ceilings for ``dtype``) or a
-    :class:`Ceilings` (for example measured ones; ``dtype`` is then ignored).
+    ``spec`` is a registry name or entry (datasheet ceilings for ``precision``) or a
+    :class:`Ceilings` (for example measured ones; ``precision`` is then ignored).
 
     Examples
     --------
@@ -232,26 +291,35 @@ def attainable_flops(
     >>> gl.attainable_flops("A100 80GB", intensity=1.0) / 1e9  # memory-bound: 1 FLOP per byte
     2039.0
     """
-    if intensity < 0:
-        raise ValueError(f"intensity={intensity!r} must be 0 or more (FLOPs per byte)")
-    return _ceilings(device, dtype).attainable(intensity)
+    intensity = non_negative_number("intensity", intensity)
+    return _ceilings(spec, precision).attainable(intensity)
 
 
 def predict_time(
-    device: Ceilings | DeviceSpec | str, flops: float, bytes_moved: float, dtype: str = "fp32"
+    spec: Ceilings | DeviceSpec | str,
+    flops: float,
+    bytes_moved: float,
+    precision: str = "fp32",
 ) -> Prediction:
-    """Predict a kernel's time on ``device`` with the roofline model.
+    """Predict a kernel's time on ``spec`` with the roofline model.
 
     Parameters
     ----------
-    device : Ceilings, DeviceSpec or str
+    spec : Ceilings, DeviceSpec or str
         A registry entry or name, or measured :class:`Ceilings`.
     flops : float
         Floating-point operations the kernel performs.
     bytes_moved : float
         Bytes it must read from and write to device memory at least once.
-    dtype : str
-        Which peak to use: ``"fp32"`` (no Tensor Cores), ``"tf32"``, ``"fp16"``, ``"bf16"``...
+    precision : str
+        Which peak to use, one of :data:`gpulab.PEAK_PRECISIONS`: ``"fp32"`` (no Tensor
+        Cores), ``"tf32"``, ``"fp16"``, ``"bf16"``, ``"fp8"``.
+
+    Raises
+    ------
+    ValueError
+        For negative, NaN or infinite counts, an unknown device (with the close registry
+        names), or a precision the datasheet gives no figure for.
 
     Examples
     --------
@@ -260,9 +328,9 @@ def predict_time(
     >>> p.bound, round(p.time_s * 1e3, 3)
     ('memory', 3.125)
     """
-    if flops < 0 or bytes_moved < 0:
-        raise ValueError(f"flops={flops!r} and bytes_moved={bytes_moved!r} must be 0 or more")
-    return _ceilings(device, dtype).predict(flops, bytes_moved)
+    flops = non_negative_number("flops", flops)
+    bytes_moved = non_negative_number("bytes_moved", bytes_moved)
+    return _ceilings(spec, precision).predict(flops, bytes_moved)
 
 
 _TORCH_DTYPES = {
@@ -276,11 +344,11 @@ _TORCH_DTYPES = {
 
 def measure_ceilings(
     device=None,
-    dtype: str = "fp32",
+    precision: str = "fp32",
     *,
     copy_bytes: int | None = None,
     matmul_n: int | None = None,
-    min_run_time: float = 0.3,
+    min_run_time_s: float = 0.3,
 ) -> Ceilings:
     """Measure the local device's two roofs: a large copy for bandwidth, a large matmul for
     FLOP/s.
@@ -294,15 +362,15 @@ def measure_ceilings(
     ----------
     device : str or torch.device, optional
         Default: :func:`gpulab.best_device`.
-    dtype : {"fp32", "tf32", "fp16", "bf16", "fp64"}
+    precision : {"fp32", "tf32", "fp16", "bf16", "fp64"}
         Precision of the matmul. ``"fp32"`` switches TF32 off on CUDA for the measurement;
         ``"tf32"`` switches it on.
     copy_bytes : int, optional
-        Size of each copied array; default 128 MiB on a CPU (well beyond its caches), 1 GiB
-        on a GPU.
+        Size of each copied array (at least 4096); default 128 MiB on a CPU (well beyond
+        its caches), 1 GiB on a GPU.
     matmul_n : int, optional
-        Matrix side; default 1024 on a CPU, 8192 on a GPU.
-    min_run_time : float
+        Matrix side (at least 16); default 1024 on a CPU, 8192 on a GPU.
+    min_run_time_s : float
         Seconds of timing per measurement.
 
     Returns
@@ -313,8 +381,8 @@ def measure_ceilings(
     Examples
     --------
     >>> import gpulab as gl
-    >>> c = gl.measure_ceilings("cpu", copy_bytes=2**22, matmul_n=128, min_run_time=0.05)
-    >>> c.measured, c.device == gl.cpu_model(), c.peak_flops > 0, c.memory_bandwidth > 0
+    >>> c = gl.measure_ceilings("cpu", copy_bytes=2**22, matmul_n=128, min_run_time_s=0.05)
+    >>> c.measured, c.device_name == gl.cpu_model(), c.peak_flops > 0, c.memory_bandwidth > 0
     (True, True, True, True)
     """
     import torch
@@ -324,56 +392,66 @@ def measure_ceilings(
     from gpulab.device import best_device
     from gpulab.sizing import scale
 
-    if dtype not in _TORCH_DTYPES:
+    if not isinstance(precision, str) or precision not in _TORCH_DTYPES:
         raise ValueError(
-            f"dtype={dtype!r} cannot be measured; use one of {', '.join(_TORCH_DTYPES)}"
+            f"precision={precision!r} cannot be measured; use one of {', '.join(_TORCH_DTYPES)}"
         )
-    dev = torch.device(best_device() if device is None else device)
+    min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
+    if copy_bytes is not None:
+        positive_int("copy_bytes", copy_bytes)
+        if copy_bytes < 4096:
+            raise ValueError(f"copy_bytes={copy_bytes!r} must be an integer of at least 4096")
+    if matmul_n is not None:
+        positive_int("matmul_n", matmul_n)
+        if matmul_n < 16:
+            raise ValueError(f"matmul_n={matmul_n!r} must be an integer of at least 16")
+    try:
+        dev = torch.device(best_device() if device is None else device)
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a torch device: {exc}") from None
     copy_bytes = scale(cpu=128 * 2**20, gpu=2**30, device=dev) if copy_bytes is None else copy_bytes
     matmul_n = scale(cpu=1024, gpu=8192, device=dev) if matmul_n is None else matmul_n
-    if not isinstance(copy_bytes, int) or copy_bytes < 4096:
-        raise ValueError(f"copy_bytes={copy_bytes!r} must be an integer of at least 4096")
-    if not isinstance(matmul_n, int) or matmul_n < 16:
-        raise ValueError(f"matmul_n={matmul_n!r} must be an integer of at least 16")
 
     src = torch.ones(copy_bytes // 4, dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
-    copy = benchmark(lambda: dst.copy_(src), min_run_time_s=min_run_time, label="copy")
+    copy = benchmark(lambda: dst.copy_(src), min_run_time_s=min_run_time_s, label="copy")
     bandwidth = copy.bytes_per_s(2 * src.nbytes)
 
-    torch_dtype = getattr(torch, _TORCH_DTYPES[dtype])
+    torch_dtype = getattr(torch, _TORCH_DTYPES[precision])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
     tf32_before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
+    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     try:
-        mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time, label="matmul")
+        mm = benchmark(
+            lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time_s, label="matmul"
+        )
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32_before
     peak = mm.flops_per_s(2 * matmul_n**3)
 
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else cpu_model()
     note = (
-        f"measured: copy of {copy_bytes / 2**20:,.0f} MiB (read + write), "
-        f"{matmul_n}×{matmul_n} {dtype} matmul; medians of gl.benchmark"
+        f"measured: copy of {format_bytes(copy_bytes, binary=True)} (read + write), "
+        f"{matmul_n}×{matmul_n} {precision} matmul; medians of gl.benchmark"
     )
-    return Ceilings(name, dtype, peak, bandwidth, measured=True, note=note)
+    return Ceilings(name, precision, peak, bandwidth, measured=True, note=note)
 
 
-def _as_ceilings_list(ceilings, dtype: str) -> list[Ceilings]:
+def _as_ceilings_list(ceilings, precision: str) -> list[Ceilings]:
     many = isinstance(ceilings, Sequence) and not isinstance(ceilings, str)
     items = list(ceilings) if many else [ceilings]
     if not items:
-        raise ValueError("ceilings is empty: give a device name, a DeviceSpec or Ceilings")
-    return [_ceilings(item, dtype) for item in items]
+        raise ValueError("ceilings=[] is empty: give a device name, a DeviceSpec or Ceilings")
+    return [_ceilings(item, precision, label="ceilings") for item in items]
 
 
 def plot_roofline(
     ceilings,
     points: Sequence[RooflinePoint] = (),
     *,
-    dtype: str = "fp32",
+    precision: str = "fp32",
     ax=None,
     intensity_range: tuple[float, float] | None = None,
 ):
@@ -390,8 +468,8 @@ def plot_roofline(
         The roofs: measured :class:`Ceilings` or registry devices.
     points : sequence of RooflinePoint
         Kernels to place on the plot.
-    dtype : str
-        Precision whose peak to use for registry devices.
+    precision : str
+        Precision whose peak to use for registry devices (:data:`gpulab.PEAK_PRECISIONS`).
     ax : matplotlib Axes, optional
     intensity_range : (float, float), optional
         FLOPs per byte spanned by the x axis; default: wide enough for every ridge point
@@ -415,15 +493,25 @@ def plot_roofline(
 
     from gpulab.plotting import COLORS
 
-    roofs = _as_ceilings_list(ceilings, dtype)
+    roofs = _as_ceilings_list(ceilings, precision)
+    if isinstance(points, (str, RooflinePoint)) or not isinstance(points, Sequence):
+        raise ValueError(f"points={points!r} must be a sequence of RooflinePoint")
+    for i, point in enumerate(points):
+        if not isinstance(point, RooflinePoint):
+            raise ValueError(f"points[{i}]={point!r} must be a RooflinePoint")
     ax = ax or plt.subplots(figsize=(7, 4.5))[1]
     if intensity_range is None:
         lows = [p.intensity for p in points if p.intensity > 0] + [0.05]
         highs = [p.intensity for p in points] + [r.ridge_point for r in roofs]
         intensity_range = (min(lows) / 3, max(highs) * 8)
-    low, high = intensity_range
+    try:
+        low, high = (positive_number("intensity_range", v) for v in intensity_range)
+    except (TypeError, ValueError):
+        low = high = 0.0
     if not 0 < low < high:
-        raise ValueError(f"intensity_range={intensity_range!r} must be (low, high), 0 < low < high")
+        raise ValueError(
+            f"intensity_range={intensity_range!r} must be (low, high) with 0 < low < high, finite"
+        )
     x = np.logspace(np.log10(low), np.log10(high), 400)
     palette = [COLORS["cpu"], COLORS["gpu"], COLORS["tpu"], "#DD8452", "#937860", "#DA8BC3"]
     for i, roof in enumerate(roofs):
@@ -436,7 +524,7 @@ def plot_roofline(
             color=color,
             lw=2,
             linestyle="-" if roof.measured else "--",
-            label=f"{roof.device} {roof.dtype} ({kind})",
+            label=f"{roof.device_name} {roof.precision} ({kind})",
         )
         if low < roof.ridge_point < high:
             ax.scatter(
@@ -476,28 +564,27 @@ def plot_roofline(
 
 
 def roofline_readout(
-    device: Ceilings | DeviceSpec | str, intensity: float, dtype: str = "fp32"
+    spec: Ceilings | DeviceSpec | str, intensity: float, precision: str = "fp32"
 ) -> str:
-    """One sentence: the attainable FLOP/s at ``intensity`` on ``device`` and what bounds it.
+    """One sentence: the attainable FLOP/s at ``intensity`` on ``spec`` and what bounds it.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> print(gl.roofline_readout("A100 80GB", intensity=10, dtype="bf16"))
+    >>> print(gl.roofline_readout("A100 80GB", intensity=10, precision="bf16"))
     A100 80GB SXM4, bf16, 10 FLOP/byte: at most 20.4 TFLOP/s (6.54% of the 312 TFLOP/s peak), \
 memory-bound (ridge point 153 FLOP/byte). PREDICTION from the datasheet, not measured.
     """
-    if dtype not in (*DTYPES, "fp64") and not isinstance(device, Ceilings):
-        raise ValueError(f"dtype={dtype!r} is not known; use one of {', '.join(DTYPES)}")
-    roof = _ceilings(device, dtype)
+    intensity = non_negative_number("intensity", intensity)
+    roof = _ceilings(spec, precision)
     flops = roof.attainable(intensity)
     bound = "memory" if intensity < roof.ridge_point else "compute"
     origin = (
         "Measured ceilings." if roof.measured else "PREDICTION from the datasheet, not measured."
     )
     return (
-        f"{roof.device}, {roof.dtype}, {intensity:.3g} FLOP/byte: at most "
-        f"{flops / 1e12:.3g} TFLOP/s ({100 * flops / roof.peak_flops:.3g}% of the "
-        f"{roof.peak_flops / 1e12:.3g} TFLOP/s peak), {bound}-bound "
+        f"{roof.device_name}, {roof.precision}, {intensity:.3g} FLOP/byte: at most "
+        f"{format_rate(flops, 'FLOP/s')} ({100 * flops / roof.peak_flops:.3g}% of the "
+        f"{format_rate(roof.peak_flops, 'FLOP/s')} peak), {bound}-bound "
         f"(ridge point {roof.ridge_point:.3g} FLOP/byte). {origin}"
     )

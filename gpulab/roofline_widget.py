@@ -24,7 +24,7 @@ def _show(device: str, dtype: str, intensity: float) -> None:
     import matplotlib.pyplot as plt
 
     try:
-        print(roofline_readout(device, intensity, dtype=dtype))
+        print(roofline_readout(device, intensity, precision=dtype))
     except ValueError as exc:  # the datasheet has no figure for this precision
         print(f"{exc}. Choose another precision.")
         return
@@ -34,7 +34,7 @@ def _show(device: str, dtype: str, intensity: float) -> None:
     plot_roofline(
         device,
         [kernel],
-        dtype=dtype,
+        precision=dtype,
         ax=ax,
         intensity_range=(min(0.01, intensity / 3), max(1e4, intensity * 3)),
     )

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulab.comms import StepTime, _as_link, _check_positive, dp_step_time, list_interconnects
+from gpulab._checks import positive_number
+from gpulab.comms import StepTime, _as_link, dp_step_time, list_interconnects
 from gpulab.specs import get_spec, list_specs
 
 __all__ = ["ScalingEstimate", "scaling_calculator", "scaling_estimate"]
@@ -97,20 +98,20 @@ def scaling_estimate(
     >>> round(est.step.compute_s, 3), round(est.step.efficiency, 3)
     (1.739, 0.97)
     """
-    n = _check_positive(n_params, "n_params")
-    tokens = _check_positive(tokens_per_gpu, "tokens_per_gpu")
-    mfu = _check_positive(mfu, "mfu")
+    n = positive_number("n_params", n_params)
+    tokens = positive_number("tokens_per_gpu", tokens_per_gpu)
+    mfu = positive_number("mfu", mfu)
     if mfu > 1:
         raise ValueError(f"mfu={mfu!r} must be between 0 and 1")
     spec = get_spec(gpu)
     compute_s = 6.0 * n * tokens / (spec.peak("fp16") * mfu)
     the_link = _as_link(link)
-    grad = n * _check_positive(grad_bytes_per_param, "grad_bytes_per_param")
+    grad = n * positive_number("grad_bytes_per_param", grad_bytes_per_param)
     step = dp_step_time(compute_s, grad, p, link=the_link, overlap=overlap)
     return ScalingEstimate(
         n_params=n,
         gpu=spec.name,
-        p=step.p,
+        p=step.n_gpus,
         link=the_link.name,
         tokens_per_gpu=tokens,
         mfu=mfu,

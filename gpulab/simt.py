@@ -16,6 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from gpulab._checks import non_negative_int, positive_int
+
 __all__ = ["Dim3", "ThreadContext", "launch", "thread_map"]
 
 _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capability 2.0
@@ -23,21 +25,31 @@ _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capab
 
 @dataclass(frozen=True)
 class Dim3:
-    """CUDA's ``dim3``: a size or an index in up to three dimensions."""
+    """CUDA's ``dim3``: a size or an index in up to three dimensions (integers of 0 or more)."""
 
     x: int = 1
     y: int = 1
     z: int = 1
 
+    def __post_init__(self) -> None:
+        for axis in ("x", "y", "z"):
+            non_negative_int(axis, getattr(self, axis))
+
     @classmethod
     def of(cls, value: int | tuple[int, ...] | Dim3, name: str) -> Dim3:
+        """A size from an int, a tuple of 1 to 3 ints or a Dim3, each at least 1."""
         if isinstance(value, Dim3):
             dims = (value.x, value.y, value.z)
-        elif isinstance(value, int):
-            dims = (value,)
-        else:
+        elif isinstance(value, (tuple, list)):
             dims = tuple(value)
-        if not 1 <= len(dims) <= 3 or not all(isinstance(d, int) and d >= 1 for d in dims):
+        else:
+            dims = (value,)
+        ok = 1 <= len(dims) <= 3
+        try:
+            ok = ok and all(positive_int(name, d) for d in dims)
+        except ValueError:
+            ok = False
+        if not ok:
             raise ValueError(f"{name}={value!r} must be 1 to 3 positive integers, e.g. 4 or (4, 2)")
         return cls(*dims)
 
@@ -54,6 +66,11 @@ class ThreadContext:
     threadIdx: Dim3  # noqa: N815
     blockDim: Dim3  # noqa: N815
     gridDim: Dim3  # noqa: N815
+
+    def __post_init__(self) -> None:
+        for name in ("blockIdx", "threadIdx", "blockDim", "gridDim"):
+            if not isinstance(getattr(self, name), Dim3):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a Dim3")
 
     @property
     def global_x(self) -> int:
@@ -89,6 +106,8 @@ def launch(kernel: Callable[..., None], grid, block, *args) -> None:
     >>> out
     array([1., 2., 3., 4., 5.])
     """
+    if not callable(kernel):
+        raise ValueError(f"kernel={kernel!r} must be a function kernel(ctx, *args)")
     grid_dim, block_dim = Dim3.of(grid, "grid"), Dim3.of(block, "block")
     if block_dim.size > _MAX_THREADS_PER_BLOCK:
         raise ValueError(
@@ -116,10 +135,8 @@ def thread_map(n: int, block: int) -> tuple[np.ndarray, np.ndarray]:
     >>> gl.thread_map(6, 4)
     (array([0, 0, 0, 0, 1, 1]), array([0, 1, 2, 3, 0, 1]))
     """
-    if n < 1:
-        raise ValueError(f"n={n!r} must be at least 1")
-    if not isinstance(block, int) or block < 1:  # launch() checks the upper limit
-        raise ValueError(f"block={block!r} must be a positive integer")
+    n = positive_int("n", n)
+    block = positive_int("block", block)  # launch() checks the upper limit
     block_of = np.full(n, -1)
     thread_of = np.full(n, -1)
 

@@ -9,12 +9,28 @@ See also the preface (``book/intro.md``), "How to run the labs".
 
 from __future__ import annotations
 
+import re
 from typing import TypeVar
 
 __all__ = ["scale"]
 
 T = TypeVar("T")
 _KINDS = ("cpu", "cuda", "mps")
+_DEVICE = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
+
+
+def _kind(device) -> str:
+    """``"cpu"``, ``"cuda"`` or ``"mps"`` for a torch device, a DeviceInfo or a string."""
+    if isinstance(device, str):
+        match = _DEVICE.match(device)
+        kind = match.group(1) if match else None
+    else:  # torch.device has .type, gpulab.DeviceInfo has .kind
+        kind = getattr(device, "type", None) or getattr(device, "kind", None)
+    if kind not in _KINDS:
+        raise ValueError(
+            f"device={device!r} is not known; use a torch device or one of {', '.join(_KINDS)}"
+        )
+    return kind
 
 
 def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
@@ -29,7 +45,13 @@ def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
     mps : any, optional
         Value for an Apple GPU; defaults to ``cpu`` (they are far smaller than CUDA cards).
     device : str, torch.device or DeviceInfo, optional
-        The device to size for; default :func:`gpulab.best_device`.
+        The device to size for (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``); default
+        :func:`gpulab.best_device`.
+
+    Raises
+    ------
+    ValueError
+        For a device that is none of CPU, CUDA or MPS.
 
     Examples
     --------
@@ -43,10 +65,7 @@ def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
         from gpulab.device import best_device
 
         device = best_device()
-    kind = getattr(device, "type", None) or getattr(device, "kind", None) or str(device)
-    kind = kind.split(":")[0]
-    if kind not in _KINDS:
-        raise ValueError(f"device={device!r} is not known; use one of {', '.join(_KINDS)}")
+    kind = _kind(device)
     if kind == "cuda":
         return gpu
     if kind == "mps" and mps is not None:

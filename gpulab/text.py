@@ -12,9 +12,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from numbers import Integral
 from pathlib import Path
 
 import torch
+
+from gpulab._checks import fraction, positive_int
+from gpulab._checks import path as check_path
 
 __all__ = ["CharVocab", "course_text", "mask_tokens"]
 
@@ -35,7 +39,9 @@ def course_text(book: str | Path | None = None) -> tuple[str, str]:
     text : str
     source : str
     """
-    candidates = [Path(book)] if book is not None else [Path("book"), Path("../book")]
+    if book is not None:
+        book = check_path("book", book)
+    candidates = [book] if book is not None else [Path("book"), Path("../book")]
     for folder in candidates:
         files = sorted(folder.glob("*.md")) if folder.is_dir() else []
         if files:
@@ -64,8 +70,20 @@ class CharVocab:
 
     chars: tuple[str, ...]
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.chars, tuple) or not all(
+            isinstance(c, str) and len(c) == 1 for c in self.chars
+        ):
+            raise ValueError(f"chars={self.chars!r} must be a tuple of single characters")
+        if len(set(self.chars)) != len(self.chars):
+            raise ValueError("chars must not repeat a character")
+
     @classmethod
     def build(cls, text: str, min_count: int = 1) -> CharVocab:
+        """The vocabulary of ``text``: characters seen at least ``min_count`` times."""
+        if not isinstance(text, str):
+            raise ValueError(f"text={text!r} must be a str")
+        min_count = positive_int("min_count", min_count)
         counts = Counter(text)
         return cls(tuple(sorted(c for c, n in counts.items() if n >= min_count)))
 
@@ -86,12 +104,19 @@ class CharVocab:
         return 2
 
     def encode(self, text: str) -> torch.Tensor:
+        if not isinstance(text, str):
+            raise ValueError(f"text={text!r} must be a str")
         index = {c: i + len(_SPECIALS) for i, c in enumerate(self.chars)}
         return torch.tensor([index.get(c, self.unk_id) for c in text], dtype=torch.long)
 
     def decode(self, ids) -> str:
+        """The characters of ``ids`` (token ids, e.g. a tensor); special tokens read ``_``."""
         names = _SPECIALS + self.chars
-        return "".join(names[i] if i >= len(_SPECIALS) else "_" for i in list(ids))
+        values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
+        for i in values:
+            if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < len(names):
+                raise ValueError(f"ids holds {i!r}; token ids are ints from 0 to {len(names) - 1}")
+        return "".join(names[i] if i >= len(_SPECIALS) else "_" for i in values)
 
 
 def mask_tokens(
@@ -120,8 +145,11 @@ def mask_tokens(
     >>> bool(((targets == -100) == (inputs == tokens)).float().mean() > 0.9)
     True
     """
-    if not 0 < rate < 1:
-        raise ValueError(f"rate={rate!r} must be between 0 and 1")
+    rate = fraction("rate", rate, allow_zero=False, allow_one=False)
+    if not isinstance(tokens, torch.Tensor) or tokens.is_floating_point():
+        raise ValueError("tokens must be an integer tensor, as CharVocab.encode returns")
+    if not isinstance(vocab, CharVocab):
+        raise ValueError(f"vocab={vocab!r} must be a CharVocab")
     chosen = torch.rand(tokens.shape, generator=generator) < rate
     targets = torch.where(chosen, tokens, torch.full_like(tokens, -100))
     roll = torch.rand(tokens.shape, generator=generator)

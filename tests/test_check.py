@@ -41,11 +41,42 @@ def test_absolute_tolerance_for_values_near_zero():
     "kwargs, match",
     [
         ({"rtol": -0.1}, "rtol=-0.1"),
+        ({"rtol": float("nan")}, "rtol=nan"),
+        ({"rtol": float("inf")}, "rtol=inf"),
+        ({"rtol": True}, "rtol=True"),
+        ({"rtol": "0.01"}, "rtol='0.01'"),
         ({"atol": "x"}, "atol='x'"),
+        ({"atol": float("inf")}, "atol=inf"),
+        ({"atol": -1e-9}, "atol=-1e-09"),
         ({"expected": float("nan")}, "expected=nan"),
+        ({"expected": float("-inf")}, "expected=-inf"),
+        ({"expected": "12"}, "expected='12'"),
+        ({"name": 3}, "name=3"),
+        ({"unit": None}, "unit=None"),
+        ({"hint": 1}, "hint=1"),
     ],
 )
 def test_bad_parameters_are_clear_errors(kwargs, match):
     args = {"expected": 1.0, **kwargs}
     with pytest.raises(ValueError, match=match):
         gl.check(1.0, **args)
+
+
+def test_an_infinite_tolerance_would_accept_anything_so_it_is_refused():
+    # With rtol=inf every finite answer would be "Correct"; the check must not pass silently.
+    with pytest.raises(ValueError, match="rtol=inf"):
+        gl.check(1e9, expected=1.0, rtol=float("inf"), quiet=True)
+
+
+@pytest.mark.parametrize("answer", [float("nan"), float("inf"), float("-inf")])
+def test_a_non_finite_answer_gets_a_sentence_not_a_traceback(capsys, answer):
+    result = gl.check(answer, expected=1.0)
+    assert not result and result.answer is None
+    assert "should be a finite number" in capsys.readouterr().out
+
+
+def test_check_result_checks_its_fields():
+    with pytest.raises(ValueError, match="expected=nan"):
+        gl.CheckResult("x", None, float("nan"), False, "m")
+    with pytest.raises(ValueError, match="ok=1"):
+        gl.CheckResult("x", 1.0, 1.0, 1, "m")

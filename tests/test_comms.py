@@ -19,7 +19,8 @@ def test_every_interconnect_has_a_source_and_a_one_way_bandwidth():
 
 
 def test_registry_matches_the_fact_sheet():
-    # facts.md: NVLink per GPU 160/300/600/900/1800 GB/s bidirectional; halved here.
+    # Each row's source_url (NVIDIA's V100 datasheet, Bekman's ml-engineering network notes):
+    # NVLink per GPU 160/300/600/900/1800 GB/s bidirectional; halved here.
     assert [link.bandwidth_gbs for link in gl.list_interconnects("nvlink")][:5] == [
         80,
         150,
@@ -27,7 +28,8 @@ def test_registry_matches_the_fact_sheet():
         450,
         900,
     ]
-    # facts.md: PCIe x16 per direction 15.75 / 31.5 / 63 GB/s.
+    # Derived from PCI-SIG's transfer rates (the rows' source_url): 8/16/32 GT/s × 128/130
+    # / 8 bits × 16 lanes = 15.75 / 31.5 / 63 GB/s per direction.
     assert [link.bandwidth_gbs for link in gl.list_interconnects("pcie")] == [15.75, 31.5, 63]
     # NDR: 400 Gb/s per port = 50 GB/s.
     assert gl.interconnect("InfiniBand NDR").bandwidth_gbs == 50
@@ -102,19 +104,33 @@ def test_one_rank_communicates_nothing():
 @pytest.mark.parametrize(
     "kwargs, match",
     [
-        (dict(n_bytes=-1, p=2), "n_bytes=-1"),
-        (dict(n_bytes=1, p=0), "p=0 must be a positive integer"),
-        (dict(n_bytes=1, p=2.5), "p=2.5"),
-        (dict(n_bytes=1, p=2, alpha_s=-1), "alpha_s=-1"),
-        (dict(n_bytes=1, p=2, bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s=0"),
-        (dict(n_bytes=1, p=2, algorithm="butterfly"), "algorithm='butterfly'.*ring, tree"),
+        (dict(n_bytes=-1, n_gpus=2), "n_bytes=-1"),
+        (dict(n_bytes=float("nan"), n_gpus=2), "n_bytes=nan"),
+        (dict(n_bytes=float("inf"), n_gpus=2), "n_bytes=inf"),
+        (dict(n_bytes="1e6", n_gpus=2), "n_bytes='1e6'"),
+        (dict(n_bytes=1, n_gpus=0), "n_gpus=0 must be a positive integer"),
+        (dict(n_bytes=1, n_gpus=2.5), "n_gpus=2.5"),
+        (dict(n_bytes=1, n_gpus=True), "n_gpus=True"),
+        (dict(n_bytes=1, n_gpus=2, alpha_s=-1), "alpha_s=-1"),
+        (dict(n_bytes=1, n_gpus=2, alpha_s=float("nan")), "alpha_s=nan"),
+        (dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s=0"),
+        (dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=float("inf")), "bytes_per_s=inf"),
+        (dict(n_bytes=1, n_gpus=2, algorithm="butterfly"), "algorithm='butterfly'.*ring, tree"),
     ],
 )
 def test_bad_input_is_a_clear_error(kwargs, match):
     args = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9) | kwargs
-    n, p = args.pop("n_bytes"), args.pop("p")
+    n, p = args.pop("n_bytes"), args.pop("n_gpus")
     with pytest.raises(ValueError, match=match):
         gl.allreduce_time(n, p, **args)
+
+
+def test_an_infinite_bandwidth_is_refused_rather_than_giving_zero_time():
+    # n/inf would be 0 s: a plausible-looking number from an impossible link.
+    with pytest.raises(ValueError, match="bandwidth_bytes_per_s=inf"):
+        gl.collective_time("broadcast", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=float("inf"))
+    with pytest.raises(ValueError, match="collective='gather'"):
+        gl.collective_time("gather", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=1e9)
 
 
 def test_bytes_per_rank_and_bus_bandwidth():
@@ -172,6 +188,11 @@ def test_fit_clips_a_negative_latency_to_zero():
         ([1e3, 1e4], [1e-3, 0.0], 2, "times_s"),
         ([1e3, 1e4], [1e-3, 1e-3], 1, "at least 2 ranks"),
         ([1e3, 1e4], [2e-3, 1e-3], 2, "do not grow"),
+        ([1e3, float("nan")], [1e-3, 2e-3], 2, r"n_bytes\[1\]=nan"),
+        ([1e3, 1e4], [1e-3, float("inf")], 2, r"times_s\[1\]=inf"),
+        ([1e3, "1e4"], [1e-3, 2e-3], 2, r"n_bytes\[1\]='1e4'"),
+        ("1e3", [1e-3], 2, "n_bytes='1e3'"),
+        ([1e3, 1e4], [1e-3, 2e-3], 2.0, "n_gpus=2.0"),
     ],
 )
 def test_fit_rejects_bad_data(sizes, times, p, match):
@@ -211,11 +232,56 @@ def test_step_time_uses_the_registry_and_latency():
         (dict(compute_s=0), "compute_s=0"),
         (dict(overlap=1.5), "overlap=1.5"),
         (dict(link=42), "link=42"),
-        (dict(link="token ring"), "no interconnect called 'token ring'"),
-        (dict(p=-2), "p=-2"),
+        (dict(link="token ring"), "link='token ring': no interconnect called 'token ring'"),
+        (dict(n_gpus=-2), "n_gpus=-2"),
+        (dict(compute_s=float("inf")), "compute_s=inf"),
+        (dict(overlap=float("nan")), "overlap=nan"),
+        (dict(alpha_s=-1e-6), "alpha_s=-1e-06"),
+        (dict(grad_bytes=True), "grad_bytes=True"),
     ],
 )
 def test_step_time_bad_input(kwargs, match):
-    args = dict(compute_s=0.1, grad_bytes=1e6, p=2, link="PCIe 4") | kwargs
+    args = dict(compute_s=0.1, grad_bytes=1e6, n_gpus=2, link="PCIe 4") | kwargs
     with pytest.raises(ValueError, match=match):
-        gl.dp_step_time(args.pop("compute_s"), args.pop("grad_bytes"), args.pop("p"), **args)
+        gl.dp_step_time(args.pop("compute_s"), args.pop("grad_bytes"), args.pop("n_gpus"), **args)
+
+
+def test_step_time_records_the_gpu_count_and_checks_its_fields():
+    step = gl.dp_step_time(0.1, 1e9, 8, link="NVLink 4")
+    assert step.n_gpus == 8 and step.speedup == pytest.approx(8 * step.efficiency)
+    with pytest.raises(ValueError, match="comm_s=-1"):
+        gl.StepTime(compute_s=1.0, comm_s=-1, exposed_comm_s=0, total_s=1.0, n_gpus=2)
+    with pytest.raises(ValueError, match="n_gpus=0"):
+        gl.StepTime(compute_s=1.0, comm_s=0, exposed_comm_s=0, total_s=1.0, n_gpus=0)
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("bandwidth_gbs", 0),
+        ("bandwidth_gbs", float("nan")),
+        ("latency_us", -1.0),
+        ("kind", "ethernet"),
+        ("year", 2020.5),
+        ("name", ""),
+    ],  # fmt: skip
+)
+def test_a_custom_link_is_checked_when_built(field, value):
+    args = dict(name="fitted", bandwidth_gbs=10.0, latency_us=5.0, source_url="measured here")
+    with pytest.raises(ValueError, match=f"{field}="):
+        gl.Interconnect(**(args | {field: value}))
+
+
+def test_list_interconnects_names_an_unknown_kind():
+    with pytest.raises(ValueError, match="kind='ethernet'"):
+        gl.list_interconnects("ethernet")
+
+
+def test_valid_but_extreme_inputs_do_not_return_infinity():
+    with pytest.raises(ValueError, match="overflow"):
+        gl.allreduce_time(1e308, 8, alpha_s=0, bandwidth_bytes_per_s=1e-300)
+    with pytest.raises(ValueError, match="overflow"):
+        gl.bus_bandwidth(1e308, 1e-300, 8)
+    one_byte_per_s = gl.Interconnect("string", bandwidth_gbs=1e-9, latency_us=None, source_url="-")
+    with pytest.raises(ValueError, match="overflow"):  # compute + exposed comm overflow
+        gl.dp_step_time(1.5e308, 1e308, 8, link=one_byte_per_s)

@@ -15,6 +15,8 @@ def test_samples_are_reproducible_and_labels_in_range():
     assert {int(ds[i][1]) for i in range(20)} <= {0, 1, 2}
     with pytest.raises(IndexError, match="index=20"):
         ds[20]
+    with pytest.raises(TypeError, match="index=1.0"):
+        ds[1.0]
 
 
 def test_load_time_is_spent_per_sample():
@@ -40,6 +42,14 @@ def test_works_with_dataloader_workers():
         ({"n": 4, "shape": ()}, r"shape=\(\)"),
         ({"n": 4, "shape": (2,), "n_classes": 1}, "n_classes=1"),
         ({"n": 4, "shape": (2,), "load_s": -1}, "load_s=-1"),
+        ({"n": True, "shape": (2,)}, "n=True"),
+        ({"n": "4", "shape": (2,)}, "n='4'"),
+        ({"n": 4, "shape": (2.0,)}, r"shape=\(2.0,\)"),
+        ({"n": 4, "shape": (True,)}, r"shape=\(True,\)"),
+        ({"n": 4, "shape": 2}, "shape=2"),
+        ({"n": 4, "shape": (2,), "load_s": float("nan")}, "load_s=nan"),
+        ({"n": 4, "shape": (2,), "load_s": float("inf")}, "load_s=inf"),
+        ({"n": 4, "shape": (2,), "seed": -1}, "seed=-1"),
     ],
 )
 def test_bad_arguments_are_clear_errors(kwargs, match):

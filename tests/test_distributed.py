@@ -128,8 +128,62 @@ def test_launch_env_keeps_what_the_user_set():
     [(0, "gloo", 2, "cpu"), (1, "gloo", 2, "cpu"), (2, "nccl", 2, "cuda"), (8, "nccl", 8, "cuda")],
 )
 def test_dist_plan_follows_the_hardware(gpus, backend, nproc, device):
-    plan = gl.dist_plan(gpu_count=gpus)
+    plan = gl.dist_plan(n_gpus=gpus)
     assert (plan.backend, plan.nproc, plan.device) == (backend, nproc, device)
     assert plan.reason
-    with pytest.raises(ValueError, match="gpu_count=-1"):
-        gl.dist_plan(gpu_count=-1)
+    with pytest.raises(ValueError, match="n_gpus=-1"):
+        gl.dist_plan(n_gpus=-1)
+
+
+def _no_process_may_start(monkeypatch):
+    """Make any attempt to start a process fail the test, whatever catches exceptions."""
+    import subprocess
+
+    started = []
+
+    def refuse(*args, **kwargs):
+        started.append(args)
+        raise AssertionError(f"a process was started: {args}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+    return started
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [float("inf"), float("-inf"), float("nan"), 0, -1, True, "60", None, 1e300, 30 * 86400],
+)
+def test_a_bad_timeout_is_refused_before_anything_starts(tmp_path, monkeypatch, bad):
+    write(tmp_path, "ok.py", "pass\n")
+    started = _no_process_may_start(monkeypatch)
+    with pytest.raises(ValueError, match="timeout_s=.* must be (a positive number|at most)"):
+        gl.torchrun("ok.py", 2, cwd=tmp_path, timeout_s=bad, echo=False)
+    assert started == []
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(nproc=2.0), "nproc=2.0"),
+        (dict(nproc=True), "nproc=True"),
+        (dict(args="--epochs 2"), "args='--epochs 2'"),
+        (dict(env={"RANK": 0}), "env="),
+        (dict(cwd=42), "cwd=42"),
+        (dict(script=3), "script=3"),
+    ],
+)
+def test_other_bad_arguments_are_refused_before_anything_starts(
+    tmp_path, monkeypatch, kwargs, match
+):
+    write(tmp_path, "ok.py", "pass\n")
+    started = _no_process_may_start(monkeypatch)
+    args = dict(script="ok.py", nproc=2, cwd=tmp_path, echo=False) | kwargs
+    with pytest.raises(ValueError, match=match):
+        gl.torchrun(args.pop("script"), args.pop("nproc"), **args)
+    assert started == []
+
+
+@pytest.mark.parametrize("bad", [2.0, True, "2", float("nan"), -1])
+def test_dist_plan_refuses_a_gpu_count_that_is_not_a_count(bad):
+    with pytest.raises(ValueError, match="n_gpus="):
+        gl.dist_plan(n_gpus=bad)

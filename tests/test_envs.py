@@ -119,7 +119,55 @@ def test_bad_arguments_are_named():
         TicTacToe(0)
     with pytest.raises(ValueError, match="opponent='minimax'"):
         TicTacToe(2, opponent="minimax")
-    with pytest.raises(ValueError, match=r"expected \(2,\)"):
+    with pytest.raises(ValueError, match=r"expected a tensor of shape \(2,\)"):
         TicTacToe(2).step(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="auto_reset=False"):
         rollout(TicTacToe(2), PolicyNet(27, 9))
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(n_envs=True), "n_envs=True"),
+        (dict(n_envs=2.0), "n_envs=2.0"),
+        (dict(n_envs="4"), "n_envs='4'"),
+        (dict(seed=-1), "seed=-1"),
+        (dict(auto_reset="no"), "auto_reset='no'"),
+        (dict(device="tpu"), "device='tpu'"),
+    ],
+)
+def test_bad_constructor_arguments_are_named(kwargs, match):
+    args = dict(n_envs=2) | kwargs
+    with pytest.raises(ValueError, match=match):
+        TicTacToe(args.pop("n_envs"), **args)
+
+
+@pytest.mark.parametrize(
+    "actions, match",
+    [
+        (torch.tensor([0.0, 1.0]), "dtype"),
+        (torch.tensor([0, 9]), "0-8"),
+        (torch.tensor([-1, 0]), "0-8"),
+        ([0, 1], "expected a tensor"),
+    ],
+)
+def test_bad_actions_are_refused_and_leave_the_boards_alone(actions, match):
+    env = TicTacToe(2, opponent="first")
+    env.reset()
+    with pytest.raises(ValueError, match=match):
+        env.step(actions)
+    assert env.boards.abs().sum() == 0
+
+
+@pytest.mark.parametrize(
+    "board, action, match",
+    [
+        ([0] * 8, 0, "board="),
+        ([0] * 8 + [2], 0, "board="),
+        ([0] * 9, 9, "action=9"),
+        ([0] * 9, True, "action=True"),
+    ],  # fmt: skip
+)
+def test_reference_step_refuses_impossible_boards_and_moves(board, action, match):
+    with pytest.raises(ValueError, match=match):
+        reference_step(board, action)

@@ -91,3 +91,68 @@ def test_bad_inputs_name_the_parameter():
         gl.count_flops(42)
     with pytest.raises(ValueError, match="backward=True needs an output that requires grad"):
         gl.count_flops(torch.mm, torch.randn(2, 2), torch.randn(2, 2), backward=True)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(stride=0), "stride=0 must be a positive int"),
+        (dict(stride=-1), "stride=-1"),
+        (dict(stride=(1, 0)), r"stride=\(1, 0\)"),
+        (dict(dilation=0), "dilation=0"),
+        (dict(padding=-1), "padding=-1 must be a 0 or more int"),
+        (dict(padding=(0, -2)), r"padding=\(0, -2\)"),
+        (dict(kernel_size=0), "kernel_size=0"),
+        (dict(kernel_size=-3), "kernel_size=-3"),
+        (dict(kernel_size=3.0), "kernel_size=3.0"),
+        (dict(kernel_size=True), "kernel_size=True"),
+        (dict(input_size=float("nan")), "input_size=nan"),
+        (dict(stride="2"), "stride='2'"),
+        (dict(groups=0), "groups=0"),
+        (dict(batch=float("inf")), "batch=inf"),
+    ],
+)
+def test_conv2d_refuses_impossible_geometry(kwargs, match):
+    args = dict(batch=1, in_channels=4, out_channels=8, kernel_size=3, input_size=16) | kwargs
+    with pytest.raises(ValueError, match=match):
+        gl.conv2d_flops(**args)
+
+
+def test_conv2d_counts_zero_padding_and_rectangular_kernels_like_torch():
+    conv = torch.nn.Conv2d(2, 4, (3, 1), stride=(2, 1), padding=(0, 1), dilation=(1, 2))
+    x = torch.randn(1, 2, 9, 7)
+    expected = gl.conv2d_flops(
+        1, 2, 4, (3, 1), (9, 7), stride=(2, 1), padding=(0, 1), dilation=(1, 2)
+    )
+    assert expected == gl.count_flops(conv, x) > 0
+
+
+@pytest.mark.parametrize("bad", [0, -1, 1.5, True, float("nan"), "8"])
+def test_matmul_and_linear_refuse_non_counts(bad):
+    with pytest.raises(ValueError, match="k="):
+        gl.matmul_flops(8, bad, 8)
+    with pytest.raises(ValueError, match="out_features="):
+        gl.linear_flops(8, 8, bad)
+
+
+def test_eager_cost_counts_flops_and_every_operator_s_bytes():
+    a, b = torch.ones(32, 16), torch.ones(16, 8)
+    flops, nbytes = gl.eager_cost(lambda: torch.relu(a @ b))
+    # matmul: read 32x16 and 16x8, write 32x8; relu: read and write 32x8 (FP32)
+    assert flops == 2 * 32 * 16 * 8
+    assert nbytes == 4 * (32 * 16 + 16 * 8 + 32 * 8) + 4 * 2 * 32 * 8
+    with pytest.raises(ValueError, match="fn=3"):
+        gl.eager_cost(3)
+
+
+def test_eager_cost_says_what_is_missing_when_torch_drops_its_private_api(monkeypatch):
+    import sys
+
+    import torch.utils.flop_counter  # noqa: F401 - loaded before the private module goes
+
+    # A module set to None in sys.modules cannot be imported: as if torch had removed it.
+    monkeypatch.setitem(sys.modules, "torch.utils._python_dispatch", None)
+    with pytest.raises(RuntimeError, match="TorchDispatchMode.*count_flops still counts"):
+        gl.eager_cost(lambda: torch.ones(2, 2) @ torch.ones(2, 2))
+    # FLOP counting does not depend on it.
+    assert gl.count_flops(torch.mm, torch.ones(2, 3), torch.ones(3, 4)) == 2 * 2 * 3 * 4

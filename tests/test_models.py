@@ -6,7 +6,10 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from gpulab.models import (
     BERT_BASE,
+    BasicBlock,
+    Bottleneck,
     PolicyNet,
+    ResNet,
     TransformerConfig,
     TransformerEncoder,
     count_parameters,
@@ -125,3 +128,41 @@ def test_policy_net_masks_illegal_moves():
     assert torch.allclose(probs.sum(1), torch.ones(4))
     with pytest.raises(ValueError, match="hidden=0"):
         PolicyNet(27, 9, hidden=0)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: small_resnet(num_classes=True), "num_classes=True"),
+        (lambda: small_resnet(in_channels=1.0), "in_channels=1.0"),
+        (lambda: small_resnet(layers=3), "layers=3"),
+        (lambda: small_resnet(layers="111"), "layers='111'"),
+        (lambda: ResNet(torch.nn.Linear, (1,)), "block="),
+        (lambda: BasicBlock(8, 0), "width=0"),
+        (lambda: Bottleneck(8, 4, stride=float("nan")), "stride=nan"),
+        (lambda: count_parameters("resnet"), "model='resnet'"),
+        (lambda: transformer_param_count(BERT_BASE, mlm_head="yes"), "mlm_head='yes'"),
+        (lambda: transformer_param_count({"hidden": 768}), "config="),
+        (lambda: TransformerEncoder("bert"), "config='bert'"),
+        (lambda: PolicyNet(27, 9, hidden=True), "hidden=True"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize(
+    "field, value",
+    [
+        ("type_vocab_size", -1),
+        ("type_vocab_size", 2.0),
+        ("pre_ln", 1),
+        ("vocab_size", float("inf")),
+        ("heads", "4"),
+    ],  # fmt: skip
+)
+def test_transformer_config_names_a_bad_field(field, value):
+    args = dict(vocab_size=50, hidden=32, layers=2, heads=4, intermediate=64, max_positions=16)
+    with pytest.raises(ValueError, match=f"{field}="):
+        TransformerConfig(**(args | {field: value}))

@@ -10,31 +10,49 @@ def test_pipeline_bubble_formula():
     # more micro-batches, smaller bubble
     bubbles = [gl.pipeline_bubble(8, m) for m in (1, 2, 8, 64)]
     assert bubbles == sorted(bubbles, reverse=True)
-    with pytest.raises(ValueError, match="m=0"):
+    with pytest.raises(ValueError, match="n_microbatches=0"):
         gl.pipeline_bubble(2, 0)
+    with pytest.raises(ValueError, match="n_stages=2.0"):
+        gl.pipeline_bubble(2.0, 4)
 
 
 def test_amdahl():
     assert gl.amdahl_speedup(1, 0.3) == pytest.approx(1)
     assert gl.amdahl_speedup(10**9, 0.1) == pytest.approx(10, rel=1e-6)  # at most 1/s
-    with pytest.raises(ValueError, match="serial_fraction=1.5"):
-        gl.amdahl_speedup(4, 1.5)
+    for bad in (1.5, -0.1, float("nan"), "0.1", True):
+        with pytest.raises(ValueError, match="serial_fraction="):
+            gl.amdahl_speedup(4, bad)
+    with pytest.raises(ValueError, match="n_gpus=0"):
+        gl.amdahl_speedup(0, 0.1)
 
 
 def test_sharded_memory_stages():
     # 1M params, FP32 + Adam: 4 + 4 + 8 = 16 bytes each, 4 ranks
     mem = [gl.sharded_memory(1e6, 4, stage) for stage in range(4)]
-    assert [m.total for m in mem] == pytest.approx([16e6, 10e6, 7e6, 4e6])
-    assert (mem[2].params, mem[2].grads, mem[2].optimizer) == pytest.approx((4e6, 1e6, 2e6))
-    assert gl.sharded_memory(1e6, 1, 3).total == pytest.approx(16e6)  # nothing to shard over
-    with pytest.raises(ValueError, match="stage=4"):
-        gl.sharded_memory(1e6, 4, 4)
+    assert [m.total_bytes for m in mem] == pytest.approx([16e6, 10e6, 7e6, 4e6])
+    two = mem[2]
+    assert (two.params_bytes, two.grads_bytes, two.optimizer_bytes) == pytest.approx(
+        (4e6, 1e6, 2e6)
+    )
+    assert mem[3].n_gpus == 4 and mem[3].stage == 3
+    assert gl.sharded_memory(1e6, 1, 3).total_bytes == pytest.approx(16e6)  # one rank: no shards
+    for bad_stage in (4, -1, 1.0, "3", True):
+        with pytest.raises(ValueError, match="stage="):
+            gl.sharded_memory(1e6, 4, bad_stage)
+    with pytest.raises(ValueError, match="optimizer_bytes=nan"):
+        gl.sharded_memory(1e6, 4, 1, optimizer_bytes=float("nan"))
+    with pytest.raises(ValueError, match="n_params=inf"):
+        gl.sharded_memory(float("inf"), 4, 1)
 
 
 def test_scaling_curve_is_dp_step_time_per_count():
     curve = gl.scaling_curve(0.2, 1e8, [1, 2, 4], link="NVLink 3", overlap=0.1)
     for step, p in zip(curve, [1, 2, 4], strict=True):
         assert step == gl.dp_step_time(0.2, 1e8, p, link="NVLink 3", overlap=0.1)
+    for bad, match in (([1, 0], r"n_gpus\[1\]=0"), (8, "n_gpus=8"), ([], r"n_gpus=\[\]"),
+                       ([2.0], r"n_gpus\[0\]=2.0")):  # fmt: skip
+        with pytest.raises(ValueError, match=match):
+            gl.scaling_curve(0.2, 1e8, bad, link="NVLink 3")
 
 
 def test_scaling_estimate_uses_the_registry():

@@ -37,6 +37,47 @@ def test_predictions_are_hatched_and_labelled():
         gl.plot_measured_vs_predicted(["a"], [1.0, 2.0], [False], unit="x")
 
 
+@pytest.mark.parametrize(
+    "values, predicted, log, match",
+    [
+        ([float("nan")], [False], True, r"values\[0\]=nan"),
+        ([float("inf")], [False], False, r"values\[0\]=inf"),
+        ([0.0], [False], True, r"values\[0\]=0.0 must be a positive"),
+        ([-1.0], [False], False, r"values\[0\]=-1.0 must be 0 or more"),
+        (["3"], [False], True, r"values\[0\]='3'"),
+        ([1.0], ["yes"], True, r"predicted\[0\]='yes'"),
+        (1.0, [False], True, "values=1.0"),
+    ],
+)
+def test_bars_refuse_values_that_cannot_be_drawn(values, predicted, log, match):
+    with pytest.raises(ValueError, match=match):
+        gl.plot_measured_vs_predicted(["a"], values, predicted, unit="x", log=log)
+    plt.close("all")
+
+
+def test_bars_accept_zero_on_a_linear_axis_and_numpy_arrays():
+    import numpy as np
+
+    ax = gl.plot_measured_vs_predicted(
+        ["a", "b"], np.array([0.0, 2.0]), np.array([False, True]), unit="x", log=False
+    )
+    assert [bar.get_width() for bar in ax.patches] == [0.0, 2.0]
+    plt.close("all")
+
+
+def test_spec_trend_and_label_tidying_name_bad_arguments():
+    with pytest.raises(ValueError, match="specs='T4'"):
+        gl.plot_spec_trend("fp32", specs="T4")
+    with pytest.raises(ValueError, match="which=3"):
+        gl.plot_spec_trend(3)
+    ax = plt.subplots()[1]
+    with pytest.raises(ValueError, match="fontsize=0"):
+        gl.tidy_point_labels(ax, fontsize=0)
+    with pytest.raises(ValueError, match="ax=None"):
+        gl.tidy_point_labels(None)
+    plt.close("all")
+
+
 def test_course_style_is_scoped():
     before = matplotlib.rcParams["axes.spines.top"]
     with gl.course_style():

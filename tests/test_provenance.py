@@ -1,6 +1,7 @@
 import random
 
 import numpy as np
+import pytest
 import torch
 
 import gpulab as gl
@@ -21,8 +22,30 @@ def test_seed_everything_makes_draws_repeat():
     assert (random.random(), np.random.rand(), torch.rand(1).item()) == first
 
 
-def test_bad_seed_is_rejected():
-    import pytest
+@pytest.mark.parametrize("seed", [-1, True, 1.0, "3", float("nan"), 2**32])
+def test_bad_seed_is_rejected(seed):
+    with pytest.raises(ValueError, match="seed="):
+        gl.seed_everything(seed)
 
-    with pytest.raises(ValueError, match="seed=-1"):
-        gl.seed_everything(-1)
+
+def test_the_largest_seed_numpy_takes_is_accepted():
+    gl.seed_everything(2**32 - 1)
+    first = np.random.rand()
+    gl.seed_everything(2**32 - 1)
+    assert np.random.rand() == first
+
+
+@pytest.mark.parametrize(
+    "record, match",
+    [({"date": "2026-01-01"}, "lacks device, gpulab, python"), ("x", "record='x' must be a dict")],
+)
+def test_a_record_without_its_fields_is_named(record, match):
+    with pytest.raises(ValueError, match=match):
+        gl.provenance_line(record)
+
+
+def test_provenance_takes_only_a_device_info():
+    with pytest.raises(ValueError, match="info='cpu'"):
+        gl.provenance("cpu")
+    info = gl.DeviceInfo(kind="cuda", name="Tesla T4", cpu_model="Xeon", cpu_cores=2)
+    assert gl.provenance(info)["name"] == "Tesla T4"

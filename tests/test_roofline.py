@@ -11,10 +11,10 @@ def test_memory_bound_prediction_uses_bandwidth():
     assert "PREDICTION" in str(p) and "not measured" in str(p)
 
 
-def test_compute_bound_prediction_uses_peak_of_the_dtype():
+def test_compute_bound_prediction_uses_peak_of_the_precision():
     n = 8192
     flops, nbytes = 2 * n**3, 3 * 2 * n * n
-    p = gl.predict_time("H100 SXM", flops, nbytes, dtype="bf16")
+    p = gl.predict_time("H100 SXM", flops, nbytes, precision="bf16")
     assert p.bound == "compute" and p.time_s == pytest.approx(flops / 989.5e12)
 
 
@@ -32,8 +32,66 @@ def test_arithmetic_intensity_and_errors():
         gl.arithmetic_intensity(1, 0)
     with pytest.raises(ValueError, match="intensity=-1"):
         gl.attainable_flops("T4", -1)
-    with pytest.raises(ValueError, match="no bf16 figure"):
-        gl.predict_time("T4", 1, 1, dtype="bf16")
+    with pytest.raises(ValueError, match="precision='bf16': Tesla T4 has no bf16 figure"):
+        gl.predict_time("T4", 1, 1, precision="bf16")
     with pytest.raises(ValueError, match="no memory bandwidth"):
         no_bandwidth = gl.DeviceSpec("x", "v", "a", 2020, "gpu", None, "", None, {"fp32": 1.0})
         gl.predict_time(no_bandwidth, 1, 1)
+
+
+@pytest.mark.parametrize(
+    "args, kwargs, match",
+    [
+        (("T4", float("nan"), 1), {}, "flops=nan"),
+        (("T4", 1, float("inf")), {}, "bytes_moved=inf"),
+        (("T4", -1, 1), {}, "flops=-1"),
+        (("T4", "1e9", 1), {}, "flops='1e9'"),
+        (("T4", True, 1), {}, "flops=True"),
+        (("T4", 1, 1), {"precision": "fp64"}, "precision='fp64'"),
+        (("T4", 1, 1), {"precision": "amp_bf16"}, "precision='amp_bf16'"),
+        (("Z9000", 1, 1), {}, "spec='Z9000': no device called 'Z9000'.*close names"),
+        ((42, 1, 1), {}, "spec=42"),
+    ],
+)
+def test_predict_time_names_a_bad_argument(args, kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        gl.predict_time(*args, **kwargs)
+
+
+@pytest.mark.parametrize("intensity", [float("nan"), float("inf"), -1.0, "10", True])
+def test_attainable_and_readout_refuse_an_impossible_intensity(intensity):
+    with pytest.raises(ValueError, match="intensity="):
+        gl.attainable_flops("T4", intensity)
+    with pytest.raises(ValueError, match="intensity="):
+        gl.roofline_readout("T4", intensity)
+
+
+def test_unknown_devices_list_close_registry_names():
+    with pytest.raises(ValueError, match="spec='A100 90GB'.*close names: .*A100"):
+        gl.attainable_flops("A100 90GB", 1.0)
+    with pytest.raises(ValueError, match="spec='H100'.*fits several devices"):
+        gl.Ceilings.from_spec("H100")
+
+
+def test_prediction_reads_as_a_duration_and_checks_its_fields():
+    p = gl.predict_time("T4", flops=1e9, bytes_moved=1e9)
+    assert str(p).endswith(": 3.12 ms, memory-bound")
+    with pytest.raises(ValueError, match="time_s=-1"):
+        gl.Prediction("T4", "fp32", -1, 0, 0, "memory")
+    with pytest.raises(ValueError, match="bound='latency'"):
+        gl.Prediction("T4", "fp32", 1, 1, 0, "latency")
+
+
+def test_arithmetic_intensity_refuses_non_finite_counts():
+    with pytest.raises(ValueError, match="flops=inf"):
+        gl.arithmetic_intensity(float("inf"), 1)
+    with pytest.raises(ValueError, match="bytes_moved=nan"):
+        gl.arithmetic_intensity(1, float("nan"))
+
+
+def test_valid_but_extreme_counts_do_not_return_infinity():
+    tiny = gl.Ceilings("slow", "fp32", peak_flops=1e-300, memory_bandwidth=1e-300)
+    with pytest.raises(ValueError, match="overflow"):
+        tiny.predict(1e308, 1.0)
+    with pytest.raises(ValueError, match="overflow"):
+        gl.arithmetic_intensity(1e308, 1e-300)

@@ -29,7 +29,7 @@ def test_ceilings_arithmetic():
 
 def test_datasheet_ceilings_agree_with_predict_time():
     roof = gl.Ceilings.from_spec("H100 SXM", "bf16")
-    assert not roof.measured and roof.device == "H100 SXM5 80GB"
+    assert not roof.measured and roof.device_name == "H100 SXM5 80GB"
     assert roof.ridge_point == pytest.approx(989.5e12 / 3350e9)
     flops, nbytes = 2 * 4096**3, 6 * 4096**2
     assert roof.predict(flops, nbytes) == gl.predict_time("H100 SXM", flops, nbytes, "bf16")
@@ -54,17 +54,47 @@ def test_plot_roofline_draws_each_ceiling_and_places_kernels():
     assert np.allclose(offsets[-1], [2e9 / 12e6, 200])
     assert ax.get_xscale() == ax.get_yscale() == "log" and "GFLOP/s" in ax.get_ylabel()
     plt.close("all")
-    with pytest.raises(ValueError, match="intensity_range"):
-        gl.plot_roofline("T4", intensity_range=(10, 1))
+    for bad in ((10, 1), (0, 10), (1, float("inf")), (float("nan"), 10), 5, ("a", "b")):
+        with pytest.raises(ValueError, match="intensity_range"):
+            gl.plot_roofline("T4", intensity_range=bad)
+    with pytest.raises(ValueError, match="ceilings='Z9000'"):
+        gl.plot_roofline("Z9000")
+    with pytest.raises(ValueError, match="precision='fp64'"):
+        gl.plot_roofline("T4", precision="fp64")  # no datasheet figure for FP64 peaks
+    with pytest.raises(ValueError, match=r"points\[0\]="):
+        gl.plot_roofline("T4", [("add", 1, 12)])
+    plt.close("all")
+
+
+def test_ceilings_refuse_impossible_roofs():
+    bad_fields = [
+        ("peak_flops", float("inf")),
+        ("memory_bandwidth", float("nan")),
+        ("precision", "int8"),
+        ("device_name", ""),
+        ("peak_flops", "1e12"),
+    ]
+    for field, value in bad_fields:
+        args = dict(device_name="box", precision="fp32", peak_flops=1e12, memory_bandwidth=1e11)
+        with pytest.raises(ValueError, match=f"{field}="):
+            gl.Ceilings(**(args | {field: value}))
+    with pytest.raises(ValueError, match="bytes_moved=0"):
+        gl.RooflinePoint("k", 1.0, 0)
+    with pytest.raises(ValueError, match="time_s=0"):
+        gl.RooflinePoint("k", 1.0, 1.0, time_s=0)
+    c = gl.Ceilings("box", "fp32", peak_flops=100e9, memory_bandwidth=20e9)
+    with pytest.raises(ValueError, match="flops=nan"):
+        c.predict(float("nan"), 1)
+    assert str(c) == "box (fp32, measured): 100 GFLOP/s, 20 GB/s, ridge point 5 FLOP/byte"
 
 
 def test_readout_names_bound_and_origin():
-    text = gl.roofline_readout("T4", intensity=1000, dtype="fp16")
+    text = gl.roofline_readout("T4", intensity=1000, precision="fp16")
     assert "65 TFLOP/s" in text and "compute-bound" in text and "PREDICTION" in text
     measured = gl.Ceilings("here", "fp32", 200e9, 20e9)
     assert gl.roofline_readout(measured, 1).endswith("Measured ceilings.")
     with pytest.raises(ValueError, match="no bf16 figure"):
-        gl.roofline_readout("T4", 1, dtype="bf16")
+        gl.roofline_readout("T4", 1, precision="bf16")
 
 
 def test_explorer_builds_and_rejects_bad_input():
@@ -80,10 +110,17 @@ def test_explorer_builds_and_rejects_bad_input():
 
 
 def test_measure_ceilings_rejects_bad_input():
-    with pytest.raises(ValueError, match="dtype='fp8' cannot be measured"):
+    with pytest.raises(ValueError, match="precision='fp8' cannot be measured"):
         gl.measure_ceilings("cpu", "fp8")
     with pytest.raises(ValueError, match="copy_bytes=10"):
         gl.measure_ceilings("cpu", copy_bytes=10)
+    for bad in (0, float("nan"), float("inf"), "0.3", True):
+        with pytest.raises(ValueError, match="min_run_time_s="):
+            gl.measure_ceilings("cpu", min_run_time_s=bad)
+    with pytest.raises(ValueError, match="matmul_n=64.0"):
+        gl.measure_ceilings("cpu", matmul_n=64.0)
+    with pytest.raises(ValueError, match="device='tpu'"):
+        gl.measure_ceilings("tpu", copy_bytes=2**20, matmul_n=16)
 
 
 def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
@@ -99,7 +136,7 @@ def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
     z = torch.empty_like(x)
     ratios = []
     for _ in range(3):
-        roof = gl.measure_ceilings("cpu", copy_bytes=4 * n, matmul_n=256, min_run_time=0.15)
+        roof = gl.measure_ceilings("cpu", copy_bytes=4 * n, matmul_n=256, min_run_time_s=0.15)
         add = gl.benchmark(lambda: torch.add(x, y, out=z), min_run_time_s=0.15)
         predicted = roof.predict(flops=n, bytes_moved=3 * 4 * n)
         assert predicted.bound == "memory"

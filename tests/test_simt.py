@@ -39,7 +39,16 @@ def test_thread_map_matches_the_index_formula():
 
 @pytest.mark.parametrize(
     "grid, block, message",
-    [(0, 4, "grid=0"), (2, 2048, "2048 threads"), ((1, 1, 1, 1), 4, "grid="), (2, -1, "block=-1")],
+    [
+        (0, 4, "grid=0"),
+        (2, 2048, "2048 threads"),
+        ((1, 1, 1, 1), 4, "grid="),
+        (2, -1, "block=-1"),
+        (True, 4, "grid=True"),
+        (2, 4.0, "block=4.0"),
+        ("2", 4, "grid='2'"),
+        ((2, float("nan")), 4, "grid="),
+    ],
 )
 def test_bad_launch_configurations_are_rejected(grid, block, message):
     with pytest.raises(ValueError, match=message):
@@ -50,3 +59,27 @@ def test_context_exposes_cuda_builtins():
     seen = []
     gl.launch(lambda ctx: seen.append((ctx.gridDim.x, ctx.blockDim.x)), 3, 2)
     assert seen == [(3, 2)] * 6
+
+
+@pytest.mark.parametrize(
+    "n, block, message",
+    [
+        (0, 4, "n=0"),
+        (10, 0, "block=0"),
+        (True, 4, "n=True"),
+        (10, 2.5, "block=2.5"),
+        (float("nan"), 4, "n=nan"),
+        ("10", 4, "n='10'"),
+    ],  # fmt: skip
+)
+def test_thread_map_names_a_bad_argument(n, block, message):
+    with pytest.raises(ValueError, match=message):
+        gl.thread_map(n, block)
+
+
+def test_a_kernel_must_be_callable_and_dim3_must_hold_counts():
+    with pytest.raises(ValueError, match="kernel=3"):
+        gl.launch(3, 1, 1)
+    with pytest.raises(ValueError, match="y=-1"):
+        gl.Dim3(1, -1)
+    assert gl.Dim3(0, 0, 0).size == 0  # an index may be 0

@@ -37,3 +37,31 @@ def test_masking_follows_bert_proportions():
     assert torch.equal(inputs[~chosen], tokens[~chosen])
     with pytest.raises(ValueError, match="rate=1.5"):
         mask_tokens(tokens, vocab, rate=1.5)
+
+
+@pytest.mark.parametrize("rate", [0, 1, float("nan"), float("inf"), True, "0.15", -0.1])
+def test_masking_rate_must_be_strictly_between_0_and_1(rate):
+    vocab = CharVocab.build("abc")
+    with pytest.raises(ValueError, match="rate="):
+        mask_tokens(vocab.encode("abcabc"), vocab, rate=rate)
+
+
+@pytest.mark.parametrize(
+    "call, match",
+    [
+        (lambda: CharVocab.build("abc", min_count=0), "min_count=0"),
+        (lambda: CharVocab.build("abc", min_count=1.5), "min_count=1.5"),
+        (lambda: CharVocab.build(["a", "b"]), "text="),
+        (lambda: CharVocab(("a", "bc")), "chars="),
+        (lambda: CharVocab(("a", "a")), "chars must not repeat"),
+        (lambda: CharVocab.build("abc").encode(42), "text=42"),
+        (lambda: mask_tokens(torch.rand(4), CharVocab.build("ab")), "integer tensor"),
+        (lambda: mask_tokens(torch.zeros(4, dtype=torch.long), "ab"), "vocab='ab'"),
+        (lambda: course_text(42), "book=42"),
+        (lambda: CharVocab.build("abc").decode([3, 99]), "ids holds 99"),
+        (lambda: CharVocab.build("abc").decode([1.0]), "ids holds 1.0"),
+    ],
+)
+def test_bad_arguments_name_the_parameter(call, match):
+    with pytest.raises(ValueError, match=match):
+        call()

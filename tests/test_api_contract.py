@@ -1,0 +1,879 @@
+"""The error policy, checked on every public callable: a bad argument is refused by name.
+
+For each callable in ``gl.__all__`` (functions and class constructors) this file holds one
+valid call (``BASELINES``). Each test changes one parameter of that call to a bad value and
+requires a ``ValueError`` or ``TypeError`` whose message names the parameter, within
+``CALL_LIMIT_S`` seconds. The bad values depend on what the parameter is (``KINDS``): NaN,
+infinities, bools and numeric strings for numbers; 0 and negative numbers where the value
+must be positive; unknown names for registry entries and choices; wrong types everywhere.
+
+Fixed bad values are tried one by one; Hypothesis then draws more of the same kinds
+(derandomized, so a run is repeatable). A parameter's kind is inferred from its valid value
+(an int is a count of 0 or more, a float a quantity of 0 or more, a str a choice) unless
+``KINDS`` says otherwise. Adding a public name to ``gpulab._EXPORTS`` without a valid call
+here fails :func:`test_every_public_callable_has_a_valid_call`.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import inspect
+import io
+import math
+import re
+import shutil
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+import torch  # noqa: E402
+from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+import gpulab as gl  # noqa: E402
+
+#: Longest a call with one bad argument may take before it counts as not refusing it.
+CALL_LIMIT_S = 5
+
+NAN, INF = float("nan"), float("inf")
+
+# --------------------------------------------------------------------------- valid calls
+
+_TMP = Path(tempfile.mkdtemp(prefix="gpulab-contract-"))  # torchrun's script lives here
+(_TMP / "ok.py").write_text("pass\n")
+atexit.register(shutil.rmtree, _TMP, ignore_errors=True)
+
+
+def _fields(record) -> tuple[tuple, dict]:
+    """A dataclass instance as constructor keyword arguments (a record gpulab returned)."""
+    return (), {f.name: getattr(record, f.name) for f in dataclasses.fields(record) if f.init}
+
+
+def _axes_with_labels():
+    ax = plt.subplots()[1]
+    ax.scatter([1, 2], [1, 2])
+    ax.annotate("a", (1, 1))
+    ax.annotate("b", (2, 2))
+    return ax
+
+
+def _tiny_training():
+    model = torch.nn.Linear(4, 2)
+    batches = [(torch.randn(8, 4), torch.randint(0, 2, (8,)))]
+    return (model, batches), dict(
+        optimizer=torch.optim.SGD(model.parameters(), lr=0.1), progress=False, device="cpu"
+    )
+
+
+def _committed_report() -> dict:
+    """A benchmark report as the repository keeps them (results/*.json), which is valid."""
+    import json
+
+    folder = Path(__file__).resolve().parents[1] / "results"
+    return json.loads(sorted(folder.glob("*.json"))[0].read_text(encoding="utf-8"))
+
+
+def _job():
+    return gl.resnet_training_job(4.1e9, images=1000, epochs=1)
+
+
+def _plan():
+    return gl.plan_training("BERT-base", batch_size=8, seq_len=128)
+
+
+_LINK = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9)
+
+#: One valid call per public callable: name -> function returning (args, kwargs).
+BASELINES = {
+    # ---- bench
+    "benchmark": lambda: ((lambda: None,), dict(min_run_time_s=0.01)),
+    "BenchResult": lambda: ((), dict(times_s=(1e-3, 2e-3), calls_per_block=10)),
+    "Stopwatch": lambda: ((), dict(label="x", elapsed_s=1.0)),
+    "synchronize": lambda: ((), {}),
+    "timer": lambda: (("block",), dict(verbose=False)),
+    # ---- check
+    "check": lambda: ((1.0, 1.0), dict(quiet=True)),
+    "CheckResult": lambda: _fields(gl.check(1.0, 1.0, quiet=True)),
+    # ---- chooser
+    "chooser_widget": lambda: (("BERT-base",), {}),
+    "DeviceOption": lambda: _fields(_plan().options[0]),
+    "epoch_seconds": lambda: ((1e15, "A100 80GB"), {}),
+    "ExamplePrice": lambda: _fields(gl.EXAMPLE_PRICES[0]),
+    "get_model": lambda: (("BERT-base",), {}),
+    "NamedModel": lambda: _fields(gl.get_model("BERT-base")),
+    "plan_training": lambda: (("BERT-base",), dict(batch_size=8, seq_len=128)),
+    "run_cost": lambda: ((3600.0, 2.0, 8), {}),
+    "training_flops_per_sample": lambda: ((gl.get_model("BERT-base"),), dict(seq_len=128)),
+    "TrainingPlan": lambda: _fields(_plan()),
+    "transformer_activation_bytes": lambda: (
+        (),
+        dict(layers=2, hidden=64, heads=4, seq_len=16, batch_size=2, precision="amp_bf16"),
+    ),
+    # ---- comms
+    "allgather_time": lambda: ((1e6, 4), dict(_LINK)),
+    "allreduce_bytes_per_rank": lambda: ((1e6, 4), {}),
+    "allreduce_time": lambda: ((1e6, 4), dict(_LINK)),
+    "broadcast_time": lambda: ((1e6, 4), dict(_LINK)),
+    "bus_bandwidth": lambda: ((1e9, 0.01, 2), {}),
+    "collective_time": lambda: (("allreduce", 1e6, 4), dict(_LINK)),
+    "dp_step_time": lambda: ((0.1, 1e8, 8), dict(link="PCIe 4")),
+    "fit_alpha_beta": lambda: (
+        ([1e3, 1e5, 1e7], [gl.allreduce_time(n, 4, **_LINK) for n in (1e3, 1e5, 1e7)], 4),
+        {},
+    ),
+    "Interconnect": lambda: _fields(gl.interconnect("PCIe 4")),
+    "interconnect": lambda: (("PCIe 4",), {}),
+    "list_interconnects": lambda: (("pcie",), {}),
+    "reduce_scatter_time": lambda: ((1e6, 4), dict(_LINK)),
+    "StepTime": lambda: _fields(gl.dp_step_time(0.1, 1e8, 8, link="PCIe 4")),
+    # ---- cpu
+    "cpu_cores": lambda: ((), {}),
+    "cpu_model": lambda: ((), {}),
+    "CpuPeak": lambda: _fields(gl.estimate_cpu_peak(cores=2, clock_hz=3e9)),
+    "estimate_cpu_peak": lambda: (
+        (),
+        dict(cores=2, clock_hz=3e9, flags={"avx2", "fma"}, fma_units=2),
+    ),
+    "measure_memory_bandwidth": lambda: ((), dict(array_bytes=2**20, min_run_time_s=0.01)),
+    # ---- datasets
+    "SyntheticDataset": lambda: ((8, (3,)), {}),
+    # ---- device
+    "advice": lambda: ((gl.DeviceInfo(kind="cpu", name="x"),), {}),
+    "best_device": lambda: ((), {}),
+    "detect_device": lambda: ((), {}),
+    "DeviceInfo": lambda: _fields(gl.detect_device()),
+    "doctor": lambda: ((), dict(info=gl.DeviceInfo(kind="cpu", name="x"), file=io.StringIO())),
+    "in_colab": lambda: ((), {}),
+    # ---- distributed
+    "dist_plan": lambda: ((), dict(n_gpus=0)),
+    "DistPlan": lambda: _fields(gl.dist_plan(n_gpus=0)),
+    "launch_env": lambda: ((), dict(base={})),
+    "LaunchResult": lambda: (
+        (),
+        dict(
+            command=("python", "x.py"),
+            returncode=1,
+            stdout="",
+            stderr="",
+            elapsed_s=1.0,
+            timed_out=False,
+            failed_rank=1,
+            message="x.py failed",
+        ),
+    ),
+    "torchrun": lambda: (("ok.py", 2), dict(cwd=_TMP, timeout_s=60.0, echo=False)),
+    # ---- energy
+    "assumed_power": lambda: (("cpu",), dict(cores=2)),
+    "cpu_watts_per_core": lambda: ((), {}),
+    "EnergyMeter": lambda: (("cpu",), dict(cores=2, verbose=False)),
+    "measure_energy": lambda: (("cpu",), dict(cores=2, verbose=False)),
+    "PowerAssumption": lambda: _fields(gl.assumed_power("cpu", cores=2)),
+    # ---- extrapolate
+    "plot_extrapolation": lambda: (({"here": 10.0}, {"A100": 100.0}, ["an assumption"]), {}),
+    "resnet_training_job": lambda: ((4.1e9,), dict(images=1000, epochs=2)),
+    "time_to_train": lambda: ((_job(), "A100 80GB"), dict(utilisation=0.4)),
+    "time_to_train_data_parallel": lambda: (
+        (_job(), "A100 80GB", 8),
+        dict(utilisation=0.4, steps=100, grad_bytes=1e8, link="NVLink 3"),
+    ),
+    "TimeToTrain": lambda: _fields(gl.time_to_train(_job(), "A100 80GB", utilisation=0.4)),
+    "training_dtype": lambda: (("A100 80GB",), {}),
+    "TrainingJob": lambda: _fields(_job()),
+    "transformer_training_job": lambda: ((1e8, 1e9), {}),
+    # ---- flops
+    "conv2d_flops": lambda: ((1, 4, 8, 3, 16), {}),
+    "count_flops": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
+    "eager_cost": lambda: ((lambda: torch.ones(4, 4) @ torch.ones(4, 4),), {}),
+    "linear_flops": lambda: ((8, 16, 32), {}),
+    "matmul_flops": lambda: ((8, 16, 32), {}),
+    # ---- memory
+    "activation_bytes": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
+    "bytes_per_param": lambda: (("fp32", "adam"), {}),
+    "estimate_training_memory": lambda: ((1_000_000,), dict(precision="fp32")),
+    "gpus_that_fit": lambda: ((gl.estimate_training_memory(1_000_000),), dict(headroom=0.9)),
+    "measure_training_memory": lambda: (
+        (torch.nn.Linear(4, 2), torch.randn(8, 4), torch.randint(0, 2, (8,))),
+        {},
+    ),
+    "memory_calculator": lambda: ((), dict(n_params=1_000_000, batch_size=8)),
+    "memory_report": lambda: ((gl.estimate_training_memory(1_000_000),), dict(headroom=0.9)),
+    "MemoryEstimate": lambda: _fields(gl.estimate_training_memory(1_000_000)),
+    # ---- parallel
+    "amdahl_speedup": lambda: ((8, 0.05), {}),
+    "pipeline_bubble": lambda: ((4, 8), {}),
+    "scaling_curve": lambda: ((0.1, 1e9, [1, 2, 8]), dict(link="PCIe 4")),
+    "sharded_memory": lambda: ((1e9, 8, 2), {}),
+    "ShardedMemory": lambda: _fields(gl.sharded_memory(1e9, 8, 2)),
+    # ---- plotting
+    "course_style": lambda: ((), {}),
+    "plot_measured_vs_predicted": lambda: (
+        (["a", "b"], [1.0, 2.0], [False, True]),
+        dict(unit="GFLOP/s"),
+    ),
+    "plot_spec_trend": lambda: (("fp32",), {}),
+    "tidy_point_labels": lambda: ((_axes_with_labels(),), dict(fontsize=8)),
+    "use_course_style": lambda: ((), {}),
+    # ---- precision
+    "compute_bytes": lambda: (("fp32",), {}),
+    "peak_precision": lambda: (("amp_bf16",), {}),
+    # ---- provenance
+    "provenance": lambda: ((), dict(info=None)),
+    "provenance_line": lambda: (
+        ({"date": "2026-01-01", "device": "cpu", "gpulab": "0.1.0", "python": "3.11"},),
+        {},
+    ),
+    "seed_everything": lambda: ((0,), {}),
+    # ---- report
+    "run_bench": lambda: ((), dict(quick=True, notes="")),
+    "validate_report": lambda: ((_committed_report(),), dict(source="report")),
+    # ---- roofline
+    "arithmetic_intensity": lambda: ((1e6, 1e6), {}),
+    "attainable_flops": lambda: (("T4", 10.0), {}),
+    "Ceilings": lambda: _fields(gl.Ceilings.from_spec("T4", "fp16")),
+    "measure_ceilings": lambda: (
+        ("cpu",),
+        dict(copy_bytes=2**16, matmul_n=32, min_run_time_s=0.01),
+    ),
+    "plot_roofline": lambda: (("T4", [gl.RooflinePoint("add", 1e6, 12e6)]), {}),
+    "predict_time": lambda: (("T4", 1e9, 1e9), {}),
+    "Prediction": lambda: _fields(gl.predict_time("T4", 1e9, 1e9)),
+    "roofline_readout": lambda: (("T4", 10.0), {}),
+    "RooflinePoint": lambda: (("add", 1e6, 12e6), dict(time_s=1e-3)),
+    # ---- roofline_widget
+    "roofline_explorer": lambda: (("Tesla T4", "fp16", 4.0), {}),
+    # ---- scaling_widget
+    "scaling_calculator": lambda: ((), dict(n_params=1e9, gpu="H100 SXM", p=8, link="NVLink 4")),
+    "scaling_estimate": lambda: ((1e9, "A100 80GB", 16, "NVLink 3"), {}),
+    "ScalingEstimate": lambda: _fields(gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3")),
+    # ---- setup
+    "setup_lab": lambda: ((0,), {}),
+    # ---- simt
+    "Dim3": lambda: ((2, 2, 1), {}),
+    "launch": lambda: ((lambda ctx: None, 2, 4), {}),
+    "thread_map": lambda: ((10, 4), {}),
+    "ThreadContext": lambda: ((gl.Dim3(0), gl.Dim3(1), gl.Dim3(4), gl.Dim3(2)), {}),
+    # ---- sizing
+    "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
+    # ---- specs
+    "DeviceSpec": lambda: _fields(gl.get_spec("T4")),
+    "find_spec": lambda: (("Tesla T4",), {}),
+    "get_spec": lambda: (("T4",), {}),
+    "list_specs": lambda: (("gpu",), {}),
+    # ---- train
+    "train": _tiny_training,
+    "TrainStats": lambda: ((), dict(steps=2, samples=16, seconds=0.1, losses=[1.0, 0.5])),
+    # ---- units
+    "format_bytes": lambda: ((1e9,), {}),
+    "format_duration": lambda: ((1.5,), {}),
+    "format_rate": lambda: ((1e9, "FLOP/s"), {}),
+}
+
+#: Public callables this file cannot drive, with the reason. Keep it short.
+EXCLUDED: dict[str, str] = {}
+
+#: Valid calls not run as such (each parameter is still checked with a bad value).
+BASELINE_NOT_RUN = {
+    "run_bench": "runs the whole benchmark suite (minutes)",
+    "torchrun": "starts processes, which this file forbids (see _no_processes)",
+}
+
+# --------------------------------------------------------------------------- bad values
+
+#: Bad values of each kind of parameter, always tried.
+FIXED = {
+    "count": [0, -1, 2.5, True, False, "8", NAN, INF],  # an int of 1 or more
+    "count0": [-1, 2.5, True, "8", NAN, INF],  # an int of 0 or more
+    "int": [2.5, True, "8", NAN, INF],  # any int
+    "pos": [0, -1.5, NAN, INF, -INF, True, "8"],  # a finite number above 0
+    "nonneg": [-1.5, NAN, INF, -INF, True, "8"],  # a finite number of 0 or more
+    "real": [NAN, INF, -INF, True, "8"],  # a finite number
+    "frac": [1.5, -0.1, NAN, INF, True, "0.5"],  # 0 to 1
+    "frac_open": [0, 1.5, -0.1, NAN, INF, True, "0.5"],  # above 0, at most 1
+    "choice": ["no-such-choice", 42],  # one of a few names
+    "spec": ["Z9000 Ultra", "", 42],  # a registry entry or its name
+    "link": ["token ring", 42],  # an interconnect or its name
+    "device": ["tpu", 42],  # a torch device
+    "path": [42, ""],
+    "text": [42],  # free text: only the type is checked
+    "seq": [],  # a sequence of numbers: see _seq_bad_values
+}
+_NUMERIC_STRINGS = st.one_of(
+    st.integers(-(10**6), 10**6).map(str),
+    st.floats(allow_nan=False, allow_infinity=False).map(repr),
+)
+_NON_INTEGERS = st.floats(allow_nan=False, allow_infinity=False).filter(
+    lambda x: x != int(x) if math.isfinite(x) else True
+)
+_NOT_A_NAME = st.text(alphabet="#%&~^", min_size=1, max_size=4)
+_WRONG_TYPES = st.one_of(st.integers(), st.floats(), st.lists(st.integers(), max_size=2))
+
+#: More bad values of each kind, drawn by Hypothesis.
+GENERATED = {
+    "count": st.one_of(st.integers(max_value=0), _NON_INTEGERS, _NUMERIC_STRINGS),
+    "count0": st.one_of(st.integers(max_value=-1), _NON_INTEGERS, _NUMERIC_STRINGS),
+    "int": st.one_of(_NON_INTEGERS, _NUMERIC_STRINGS),
+    "pos": st.one_of(st.floats(max_value=0.0), st.integers(max_value=0), _NUMERIC_STRINGS),
+    "nonneg": st.one_of(st.floats(max_value=-1e-300), st.integers(max_value=-1), _NUMERIC_STRINGS),
+    "real": st.one_of(st.sampled_from([NAN, INF, -INF]), _NUMERIC_STRINGS),
+    "frac": st.one_of(
+        st.floats(min_value=1.0, exclude_min=True),
+        st.floats(max_value=0.0, exclude_max=True),
+        _NUMERIC_STRINGS,
+    ),
+    "frac_open": st.one_of(
+        st.floats(min_value=1.0, exclude_min=True), st.floats(max_value=0.0), _NUMERIC_STRINGS
+    ),
+    "choice": st.one_of(_NOT_A_NAME, _WRONG_TYPES),
+    "spec": st.one_of(
+        st.text(alphabet="#%&~^", min_size=0, max_size=3).map(lambda s: "Z9" + s), _WRONG_TYPES
+    ),
+    "link": st.one_of(_NOT_A_NAME, _WRONG_TYPES),
+    "device": st.one_of(_NOT_A_NAME, st.integers(), st.floats()),
+    "path": st.one_of(st.integers(), st.floats(), st.just("")),
+    "text": _WRONG_TYPES,
+    "seq": st.one_of(st.sampled_from([NAN, INF, -1.0, True, "8"]), _NUMERIC_STRINGS),
+}
+
+#: Free-text parameters: any str is valid, so only a wrong type is bad.
+FREE_TEXT = {
+    "architecture",
+    "basis",
+    "cite",
+    "date",
+    "desc",
+    "device_name",
+    "formula",
+    "interconnect",
+    "label",
+    "memory_type",
+    "message",
+    "name",
+    "note",
+    "notes",
+    "reason",
+    "source",
+    "source_url",
+    "stderr",
+    "stdout",
+    "title",
+    "unit",
+    "vendor",
+    "xlabel",
+}
+
+#: Where the kind inferred from the valid value is wrong, or a parameter has no valid value
+#: to infer from (None): callable -> parameter -> a kind of FIXED, a list of bad values, or
+#: None (not checked: any value is valid).
+KINDS: dict[str, dict] = {
+    "allgather_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
+    "allreduce_bytes_per_rank": {"n_gpus": "count"},
+    "allreduce_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
+    "broadcast_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
+    "reduce_scatter_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
+    "collective_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
+    "bus_bandwidth": {"n_gpus": "count", "time_s": "pos"},
+    "fit_alpha_beta": {"n_gpus": "count", "times_s": "seq", "n_bytes": "seq"},
+    "dp_step_time": {
+        "compute_s": "pos",
+        "n_gpus": "count",
+        "link": "link",
+        "overlap": "frac",
+        "alpha_s": "nonneg",
+    },
+    "interconnect": {"name": "link"},
+    "Interconnect": {"bandwidth_gbs": "pos", "latency_us": "nonneg", "year": "count"},
+    "StepTime": {"n_gpus": "count"},
+    "amdahl_speedup": {"n_gpus": "count", "serial_fraction": "frac"},
+    "pipeline_bubble": {"n_stages": "count", "n_microbatches": "count"},
+    "sharded_memory": {
+        "n_gpus": "count",
+        "stage": [4, -1, 1.0, True, "2", NAN],
+        "param_bytes": "nonneg",
+        "grad_bytes": "nonneg",
+        "optimizer_bytes": "nonneg",
+    },
+    "ShardedMemory": {"n_gpus": "count", "stage": [4, -1, 1.0, True, "2", NAN]},
+    "scaling_curve": {
+        "compute_s": "pos",
+        "n_gpus": [[1, 0], [2.5], 8, [], ["2"], [True], "8"],
+        "link": "link",
+        "overlap": "frac",
+        "alpha_s": "nonneg",
+    },
+    "arithmetic_intensity": {"bytes_moved": "pos"},
+    "attainable_flops": {"spec": "spec"},
+    "predict_time": {"spec": "spec"},
+    "roofline_readout": {"spec": "spec"},
+    "Ceilings": {"peak_flops": "pos", "memory_bandwidth": "pos", "note": "text"},
+    "RooflinePoint": {"bytes_moved": "pos", "time_s": "pos"},
+    "measure_ceilings": {
+        "device": "device",
+        "copy_bytes": "count",
+        "matmul_n": "count",
+        "min_run_time_s": "pos",
+    },
+    "plot_roofline": {
+        "ceilings": "spec",
+        "points": [[("add", 1, 12)], 42],
+        "intensity_range": [(10, 1), (0, 10), (1, INF), (NAN, 10), 5, "ab"],
+    },
+    "conv2d_flops": {
+        name: "count"
+        for name in (
+            "batch",
+            "in_channels",
+            "out_channels",
+            "kernel_size",
+            "input_size",
+            "stride",
+            "dilation",
+            "groups",
+        )
+    }
+    | {"padding": "count0"},
+    "linear_flops": {"batch": "count", "in_features": "count", "out_features": "count"},
+    "matmul_flops": {"m": "count", "k": "count", "n": "count"},
+    "count_flops": {"module_or_fn": [42, "fn"]},
+    "eager_cost": {"fn": [42, "fn"]},
+    "check": {"answer": None, "expected": "real", "hint": "text"},
+    "CheckResult": {"answer": "real", "expected": "real"},
+    "DistPlan": {"nproc": "count"},
+    "launch_env": {"base": [42, "x", ["a"]]},
+    "LaunchResult": {"returncode": "int", "command": [["python"], "python", (1,)]},
+    "torchrun": {
+        "script": "path",
+        "nproc": "count",
+        "timeout_s": "pos",
+        "cwd": "path",
+        "args": ["--epochs 2", 42],
+        "env": [{"RANK": 0}, "x"],
+    },
+    "SyntheticDataset": {
+        "n": "count",
+        "shape": [(), (0,), (2.5,), (True,), 3, "3"],
+        "n_classes": [1, 0, 2.5, True, "3", NAN],
+    },
+    "ThreadContext": {
+        k: [(0, 0, 0), "x"] for k in ("blockIdx", "threadIdx", "blockDim", "gridDim")
+    },
+    "launch": {"kernel": [42], "grid": "count", "block": "count"},
+    "thread_map": {"n": "count", "block": "count"},
+    "scale": {"cpu": None, "gpu": None, "mps": None, "device": "device"},
+    "plot_spec_trend": {"specs": ["T4", [42]]},
+    "plot_measured_vs_predicted": {
+        "labels": [42],
+        "values": [[NAN, 1.0], [0.0, 1.0], [-1.0, 1.0], ["3", 1.0], 1.0],
+        "predicted": [["yes", True], 1],
+    },
+    "tidy_point_labels": {"ax": [None, 42], "fontsize": "pos"},
+    "provenance": {"info": ["cpu", 42]},
+    "provenance_line": {"record": [{"date": "x"}, "x"]},
+    "seed_everything": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
+    "setup_lab": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
+    "format_rate": {"value": "real", "unit": [42, ""]},
+    # ---- other modules
+    "benchmark": {"fn": [42], "min_run_time": "pos", "num_threads": "count", "n_repeat": "count"},
+    "BenchResult": {"times_s": "seq", "calls_per_block": "count"},
+    "Stopwatch": {"elapsed_s": [-1.0, "1", True]},
+    "timer": {"label": "text"},
+    "advice": {"info": ["cpu", 42]},
+    "doctor": {"info": ["cpu", 42], "file": [42]},
+    "DeviceInfo": {
+        "compute_capability": [(8,), "8.0", (8.5, 0)],
+        "memory_bytes": "count",
+        "sm_count": "count",
+        "cpu_cores": "count",
+        "problems": ["x", (1,)],
+    },
+    "estimate_cpu_peak": {
+        "cores": "count",
+        "clock_hz": "pos",
+        "fma_units": "count",
+        "flags": ["avx2", 42],
+    },
+    "CpuPeak": {
+        "cores": "count",
+        "clock_hz": "pos",
+        "vector_bits": "count",
+        "fma_units": "count",
+        "flops_per_cycle": "count",
+        "peak_flops": "pos",
+    },
+    "measure_memory_bandwidth": {"array_bytes": "count", "min_run_time": "pos"},
+    "assumed_power": {"device": "device", "spec": "spec", "cores": "count"},
+    "EnergyMeter": {
+        "device": "device",
+        "spec": "spec",
+        "cores": "count",
+        "interval_s": "pos",
+        "nvml": None,
+    },
+    "measure_energy": {
+        "device": "device",
+        "spec": "spec",
+        "cores": "count",
+        "interval_s": "pos",
+        "nvml": None,
+    },
+    "PowerAssumption": {"watts": "pos"},
+    "chooser_widget": {"model": ["GPT-9", 42]},
+    "epoch_seconds": {"device": "spec", "utilisation": "frac_open"},
+    "get_model": {"name": ["GPT-9", 42]},
+    "NamedModel": {
+        "n_params": "count",
+        "layers": "count",
+        "hidden": "count",
+        "heads": "count",
+        "seq_len": "count",
+        "image_size": "count",
+        "forward_flops": "pos",
+    },
+    "plan_training": {
+        "model": ["GPT-9", -1, True],
+        "batch_size": "count",
+        "seq_len": "count",
+        "image_size": "count",
+        "samples_per_epoch": "count",
+        "utilisation": "frac_open",
+        "price_per_hour": "pos",
+        "devices": [["Z9000"], 42],
+        "activations_bytes": "count0",
+        "headroom": "frac_open",
+    },
+    "run_cost": {"price_per_hour": "pos", "devices": "count"},
+    "training_flops_per_sample": {
+        "model": [-1, "BERT-base"],
+        "seq_len": "count",
+        "image_size": "count",
+    },
+    "transformer_activation_bytes": {
+        k: "count" for k in ("layers", "hidden", "heads", "seq_len", "batch_size")
+    },
+    "DeviceOption": {"spec": [42, "T4"], "fits": ["yes"], "epoch_s": "nonneg", "cost": "nonneg"},
+    "ExamplePrice": {"device": "spec"},
+    "TrainingPlan": {
+        "batch_size": "count",
+        "samples_per_epoch": "count",
+        "utilisation": "frac_open",
+        "headroom": "frac_open",
+        "n_params": "count",
+        "price_per_hour": "pos",
+    },
+    "resnet_training_job": {
+        "forward_flops_per_image": "pos",
+        "images": "count",
+        "epochs": "count",
+        "backward_factor": "pos",
+        "name": "text",
+    },
+    "transformer_training_job": {"n_params": "pos", "n_tokens": "pos", "name": "text"},
+    "training_dtype": {"device": "spec"},
+    "time_to_train": {
+        "job": [42],
+        "device": "spec",
+        "utilisation": "frac_open",
+        "n_devices": "count",
+        "dtype": "choice",
+        "assumptions": [42],
+    },
+    "time_to_train_data_parallel": {
+        "job": [42],
+        "device": "spec",
+        "n_devices": "count",
+        "utilisation": "frac_open",
+        "steps": "count",
+        "link": "link",
+        "overlap": "frac",
+        "dtype": "choice",
+        "assumptions": [42],
+    },
+    "TimeToTrain": {
+        "device": "spec",
+        "n_devices": "count",
+        "peak_flops": "pos",
+        "utilisation": "frac_open",
+        "comm_fraction": "frac",
+        "link": "link",
+    },
+    "TrainingJob": {"flops": "pos"},
+    "plot_extrapolation": {
+        "measured": [{"here": NAN}, {"here": -1.0}, 42],
+        "predictions": [{"A100": INF}, {"A100": "1"}, 42],
+        "assumptions": [42],
+        "published": [{"x": NAN}, 42],
+        "title": "text",
+    },
+    "activation_bytes": {"model": [42]},
+    "estimate_training_memory": {"n_params": "count"},
+    "gpus_that_fit": {"estimate": [42], "headroom": "frac_open"},
+    "measure_training_memory": {"model": [42]},
+    "memory_calculator": {"n_params": "count", "batch_size": "count"},
+    "memory_report": {"estimate": [42], "headroom": "frac_open"},
+    "run_bench": {"notes": "text"},
+    "validate_report": {"report": [42, "x", {}]},
+    "roofline_explorer": {"device": "spec", "intensity": "pos"},
+    "scaling_calculator": {
+        "n_params": "pos",
+        "gpu": "spec",
+        "p": "count",
+        "link": "link",
+        "tokens_per_gpu": "pos",
+        "mfu": "frac_open",
+        "overlap": "frac",
+    },
+    "scaling_estimate": {
+        "n_params": "pos",
+        "gpu": "spec",
+        "p": "count",
+        "link": "link",
+        "tokens_per_gpu": "pos",
+        "mfu": "frac_open",
+        "grad_bytes_per_param": "pos",
+        "overlap": "frac",
+    },
+    "ScalingEstimate": {
+        "n_params": "pos",
+        "gpu": "spec",
+        "p": "count",
+        "link": "link",
+        "tokens_per_gpu": "pos",
+        "mfu": "frac_open",
+        "grad_bytes_per_param": "pos",
+        "overlap": "frac",
+        "step": [42],
+    },
+    "DeviceSpec": {
+        "year": "count",
+        "memory_bytes": "pos",
+        "memory_bandwidth": "pos",
+        "peak_flops": [{"fp32": -1.0}, {"int4": 1.0}, {"fp32": NAN}, 42],
+        "tdp": "pos",
+        "interconnect_bandwidth": "pos",
+        "sm_count": "count",
+        "launch_price_usd": "pos",
+    },
+    "find_spec": {"device_name": "text"},
+    "get_spec": {"name": "spec"},
+    "train": {
+        "model": [42],
+        "epochs": "count",
+        "accumulation_steps": "count",
+        "max_steps": "count",
+        "device": "device",
+        "amp_dtype": ["fp64", 42],
+        "optimizer": [42],
+        "batches": [42],
+    },
+    "TrainStats": {"seconds": "nonneg", "losses": "seq"},
+}
+
+
+def _infer(name: str, value, record: bool):
+    """The kind of a parameter from its valid value, or None where it cannot be told."""
+    if value is None or isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return "count0"
+    if isinstance(value, float):
+        return "nonneg"
+    if isinstance(value, str):
+        return "text" if record or name in FREE_TEXT else "choice"
+    if (
+        isinstance(value, (list, tuple))
+        and value
+        and all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in value)
+    ):
+        return "seq"
+    return None
+
+
+# --------------------------------------------------------------------------- the cases
+
+
+def _callables() -> dict[str, object]:
+    return {name: getattr(gl, name) for name in gl.__all__ if callable(getattr(gl, name))}
+
+
+def _baseline(name: str):
+    """The valid call's arguments, bound to the callable's signature (built afresh: some
+    hold objects a call may change, such as a model, an optimizer or a figure)."""
+    fn = getattr(gl, name)
+    args, kwargs = BASELINES[name]()
+    return inspect.signature(fn).bind(*args, **kwargs)
+
+
+def _params(name: str) -> dict[str, object]:
+    """Parameter -> kind (a FIXED key or a list of bad values) for one callable."""
+    fn = getattr(gl, name)
+    record = inspect.isclass(fn) and dataclasses.is_dataclass(fn)
+    bound = _baseline(name)
+    overrides = KINDS.get(name, {})
+    kinds = {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        if param.name in overrides:
+            kind = overrides[param.name]
+        else:
+            value = bound.arguments.get(param.name, param.default)
+            value = None if value is inspect.Parameter.empty else value
+            kind = _infer(param.name, value, record)
+        if kind is not None:
+            kinds[param.name] = kind
+    return kinds
+
+
+def _cases() -> list:
+    cases = []
+    for name in sorted(_callables(), key=str.lower):
+        if name in EXCLUDED or name not in BASELINES:
+            continue
+        for param, kind in _params(name).items():
+            cases.append(pytest.param(name, param, kind, id=f"{name}-{param}"))
+    return cases
+
+
+def _seq_bad_values(valid) -> list:
+    """A sequence of numbers made bad: one element bad, or not a sequence at all."""
+    items = list(valid)
+    bad = [[b] + items[1:] for b in (NAN, INF, -1.0, True, "8")]
+    return [*bad, 8, "8"]
+
+
+def _fixed(kind, valid) -> list:
+    if isinstance(kind, list):
+        return kind
+    if kind == "seq":
+        return _seq_bad_values(valid)
+    return FIXED[kind]
+
+
+class _TookTooLong(BaseException):
+    """Raised in a call that ran past CALL_LIMIT_S (BaseException: no ``except`` eats it)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float):
+    def stop(signum, frame):
+        raise _TookTooLong
+
+    previous = signal.signal(signal.SIGALRM, stop)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def _call(name: str, param: str, bad):
+    """Call ``name`` with its valid arguments but ``param=bad``; return the exception."""
+    fn = getattr(gl, name)
+    with _time_limit(60):  # building the valid arguments (once per value) is not timed
+        bound = _baseline(name)
+    arguments = dict(bound.arguments)
+    arguments[param] = bad
+    call = inspect.BoundArguments(bound.signature, arguments)
+    try:
+        with _time_limit(CALL_LIMIT_S):
+            result = fn(*call.args, **call.kwargs)
+            if isinstance(result, contextlib._GeneratorContextManager):
+                with result:  # a @contextmanager function checks its arguments on entry
+                    pass
+    except (ValueError, TypeError) as exc:
+        return exc
+    except _TookTooLong:
+        pytest.fail(f"{name}({param}={bad!r}) ran for {CALL_LIMIT_S} s instead of refusing it")
+    except Exception as exc:
+        pytest.fail(
+            f"{name}({param}={bad!r}) raised {type(exc).__name__}: {exc}; "
+            "expected a ValueError or TypeError naming the parameter"
+        )
+    finally:
+        plt.close("all")
+    pytest.fail(f"{name}({param}={bad!r}) accepted the bad value (returned {result!r:.80})")
+
+
+def _assert_refused(name: str, param: str, bad) -> None:
+    exc = _call(name, param, bad)
+    # The name as a word of its own ("n=0", "shape=(2.5,)", "times_s[1]=inf"), so that a
+    # short name such as "n" is not found inside other words.
+    assert re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", str(exc)), (
+        f"{name}({param}={bad!r}) raised {type(exc).__name__} without naming {param!r}: {exc}"
+    )
+
+
+@pytest.fixture(autouse=True)
+def _no_processes(monkeypatch):
+    """No call here may start a process: torchrun must refuse bad arguments before that."""
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a process was started: {args[:1]}")
+
+    monkeypatch.setattr(subprocess, "Popen", refuse)
+
+
+# --------------------------------------------------------------------------- the tests
+
+
+def test_every_public_callable_has_a_valid_call():
+    public = set(_callables())
+    missing = sorted(public - set(BASELINES) - set(EXCLUDED))
+    stale = sorted((set(BASELINES) | set(EXCLUDED) | set(KINDS)) - public)
+    assert not missing, f"public callables without a valid call in BASELINES: {missing}"
+    assert not stale, f"BASELINES, EXCLUDED or KINDS name what gl no longer exports: {stale}"
+    for name, overrides in KINDS.items():
+        unknown = set(overrides) - set(inspect.signature(getattr(gl, name)).parameters)
+        assert not unknown, f"KINDS[{name!r}] names parameters it does not have: {unknown}"
+
+
+@pytest.mark.parametrize("name", sorted(set(BASELINES) - set(BASELINE_NOT_RUN), key=str.lower))
+def test_the_valid_call_works(name):
+    """Each valid call runs: the bad-value tests change exactly one thing about it."""
+    if name not in _callables():
+        pytest.skip(f"{name} is not exported (see test_every_public_callable_has_a_valid_call)")
+    bound = _baseline(name)
+    try:
+        result = getattr(gl, name)(*bound.args, **bound.kwargs)
+        if isinstance(result, contextlib._GeneratorContextManager):
+            with result:
+                pass
+    finally:
+        plt.close("all")
+
+
+@pytest.mark.parametrize("name, param, kind", _cases())
+def test_each_fixed_bad_value_is_refused_by_name(name, param, kind):
+    for bad in _fixed(kind, _baseline(name).arguments.get(param)):
+        _assert_refused(name, param, bad)
+
+
+@pytest.mark.parametrize("name, param, kind", _cases())
+@settings(
+    max_examples=8,
+    deadline=None,  # _time_limit bounds each call; a deadline would double-count imports
+    derandomize=True,
+    database=None,  # nothing written to disk, nothing replayed: every run is the same
+    phases=[Phase.explicit, Phase.generate],  # no shrinking: the failing value is reported
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(data=st.data())
+def test_generated_bad_values_are_refused_by_name(name, param, kind, data):
+    if isinstance(kind, list):
+        bad = data.draw(st.sampled_from(kind), label=param)
+    elif kind == "seq":
+        valid = list(_baseline(name).arguments.get(param) or [1.0])
+        element = data.draw(GENERATED["seq"], label=f"{param}[0]")
+        bad = [element, *valid[1:]]
+    else:
+        bad = data.draw(st.one_of(st.sampled_from(FIXED[kind]), GENERATED[kind]), label=param)
+    _assert_refused(name, param, bad)
