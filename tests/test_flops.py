@@ -91,3 +91,9 @@ def test_bad_inputs_name_the_parameter():
         gl.count_flops(42)
     with pytest.raises(ValueError, match="backward=True needs an output that requires grad"):
         gl.count_flops(torch.mm, torch.randn(2, 2), torch.randn(2, 2), backward=True)
+
+
+def test_eager_cost_counts_flops_and_traffic():
+    x = torch.ones(1000)
+    flops, nbytes = gl.eager_cost(lambda: x + x)
+    assert flops == 0 and nbytes == 3 * 4000  # two reads and one write of 4 kB
