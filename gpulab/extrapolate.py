@@ -77,8 +77,14 @@ def plot_extrapolation(
     ]
     if not bars:
         raise ValueError("nothing to plot: measured, predictions and published are all empty")
-    if isinstance(assumptions, str):
-        raise ValueError("assumptions must be a sequence of sentences, not one string")
+    if (
+        isinstance(assumptions, str)
+        or not isinstance(assumptions, Sequence)
+        or not all(isinstance(a, str) for a in assumptions)
+    ):
+        raise ValueError(
+            f"assumptions={assumptions!r} must be a sequence of sentences (str), not one string"
+        )
 
     import matplotlib as mpl
     import matplotlib.pyplot as plt

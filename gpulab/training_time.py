@@ -191,6 +191,13 @@ def get_model(name: str) -> NamedModel:
     raise ValueError(f"model={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
 
 
+def _text(name: str, value, *, optional: bool = False) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, str):
+        raise ValueError(f"{name}={value!r} must be a str")
+
+
 def _named(value) -> NamedModel | None:
     """A NamedModel for a name or NamedModel; None for a parameter count."""
     if isinstance(value, NamedModel):
@@ -261,16 +268,20 @@ def training_flops_per_sample(
     600000000.0
     """
     named = _named(model)
+    if seq_len is not None:
+        seq_len = positive_int("seq_len", seq_len)
+    if image_size is not None:
+        image_size = positive_int("image_size", image_size)
     if named is not None and named.family == "cnn":
-        size = named.image_size if image_size is None else positive_int("image_size", image_size)
+        size = named.image_size if image_size is None else image_size
         return (1 + _BACKWARD_FACTOR) * named.forward_flops * (size / named.image_size) ** 2
     if named is not None:
-        tokens = named.seq_len if seq_len is None else positive_int("seq_len", seq_len)
+        tokens = named.seq_len if seq_len is None else seq_len
         per_token = training_flops_per_token(
             named.n_params, layers=named.layers, hidden=named.hidden, seq_len=tokens
         )
         return per_token * tokens
-    tokens = 1 if seq_len is None else positive_int("seq_len", seq_len)
+    tokens = 1 if seq_len is None else seq_len
     return training_flops_per_token(positive_number("model", model)) * tokens
 
 
@@ -333,6 +344,8 @@ class TrainingJob:
     steps: int | None = None
 
     def __post_init__(self) -> None:
+        _text("name", self.name)
+        _text("formula", self.formula)
         non_negative_number("flops", self.flops)
         if self.n_params is not None:
             positive_number("n_params", self.n_params)
@@ -377,6 +390,7 @@ def resnet_training_job(
     '2.830e+18'
     """
     fwd = positive_number("forward_flops_per_image", forward_flops_per_image)
+    _text("name", name, optional=True)
     images = positive_int("images", images)
     epochs = positive_int("epochs", epochs)
     factor = 1 + positive_number("backward_factor", backward_factor)
@@ -427,6 +441,7 @@ def transformer_training_job(
     True
     """
     named = _named(model)
+    _text("name", name, optional=True)
     if named is not None:
         if named.family != "transformer":
             raise ValueError(f"model={named.name!r} is not a transformer")
@@ -593,8 +608,14 @@ def time_to_train(
     choice("precision", precision, TIME_PRECISIONS)
     peak = found.peak(peak_precision(precision))
     overlap = fraction("overlap", overlap)
-    if isinstance(assumptions, str):
-        raise ValueError("assumptions must be a sequence of sentences, not one string")
+    if (
+        isinstance(assumptions, str)
+        or not isinstance(assumptions, Sequence)
+        or not all(isinstance(a, str) for a in assumptions)
+    ):
+        raise ValueError(
+            f"assumptions={assumptions!r} must be a sequence of sentences (str), not one string"
+        )
     notes = [f"utilisation {u:.0%} of the {peak_precision(precision)} peak"]
     compute_s = job.flops / (n_gpus * peak * u)
     if link is None:
@@ -606,7 +627,10 @@ def time_to_train(
         )  # fmt: skip
 
     if isinstance(link, str):
-        the_link = interconnect(link)
+        try:
+            the_link = interconnect(link)
+        except ValueError as exc:
+            raise ValueError(f"link={link!r}: {exc}") from None
     elif isinstance(link, Interconnect):
         the_link = link
     else:

@@ -42,7 +42,7 @@ def test_extrapolation_figure_styles_measured_predicted_and_published():
         (({}, {"A100": "3600"}, []), {}, r"predictions\['A100'\]='3600'"),
         (({}, {}, []), {"published": {"x": -1}}, r"published\['x'\]=-1"),
         (({}, {}, []), {}, "nothing to plot"),
-        (({}, {"A100": 1.0}, "one sentence"), {}, "assumptions must be a sequence"),
+        (({}, {"A100": 1.0}, "one sentence"), {}, "assumptions=.one sentence. must be a sequence"),
         (({}, [1.0], []), {}, "predictions=.* must be a mapping"),
         (({}, {"A100": 1.0}, []), {"durations": "yes"}, "durations='yes' is not known"),
     ],
