@@ -7,15 +7,15 @@ The arithmetic of the course's GPU chooser, in four steps:
    per-layer formula of Korthikanti et al. (2022), for CNNs a real forward pass measured
    with :func:`gpulab.memory.activation_bytes`.
 2. **Fit**: which registry devices hold that in 90% of their memory.
-3. **Time per epoch**: training FLOPs ÷ (peak FLOP/s at the precision × utilisation). The
-   utilisation is an input; the default, :data:`DEFAULT_UTILISATION`, sits inside the range of
-   published model-FLOPs utilisations (21% for GPT-3 to 52% for Megatron-LM on A100s).
+3. **Time per epoch**: training FLOPs ÷ (peak FLOP/s at the precision × utilisation), by
+   the course's one time-to-train model (:mod:`gpulab.training_time`). The utilisation is
+   an input; the default is :data:`gpulab.DEFAULT_UTILISATION`.
 4. **Cost**: hours × a price per hour that *you* enter. Cloud prices change every month;
    the only prices shipped here are dated examples derived from a cited paper
    (:data:`EXAMPLE_PRICES`).
 
 Every time and cost this module returns is a **prediction** from datasheet peaks, not a
-measurement.
+measurement. The interactive version is :func:`gpulab.chooser_widget`.
 
 See also the chapter "Choosing a GPU" (``book/choosing_gpu.md``) and its lab.
 """
@@ -23,121 +23,37 @@ See also the chapter "Choosing a GPU" (``book/choosing_gpu.md``) and its lab.
 from __future__ import annotations
 
 import functools
-import math
-import re
 from dataclasses import dataclass, field
-from numbers import Real
 
-from gpulab.specs import DeviceSpec, get_spec, list_specs
+from gpulab._checks import (
+    choice,
+    fraction,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    resolve_spec,
+)
+from gpulab.precision import TRAINING_PRECISIONS, compute_bytes, peak_precision
+from gpulab.specs import DeviceSpec, list_specs
+from gpulab.training_time import (
+    DEFAULT_UTILISATION,
+    NamedModel,
+    epoch_seconds,
+    get_model,
+    training_flops_per_sample,
+)
+from gpulab.units import format_duration
 
 __all__ = [
-    "DEFAULT_UTILISATION",
     "EXAMPLE_PRICES",
-    "NAMED_MODELS",
     "DeviceOption",
     "ExamplePrice",
-    "NamedModel",
     "TrainingPlan",
-    "chooser_widget",
-    "epoch_seconds",
-    "get_model",
     "plan_training",
     "run_cost",
-    "training_flops_per_sample",
     "transformer_activation_bytes",
 ]
-
-#: Fraction of peak FLOP/s a training run is assumed to sustain, unless you say otherwise.
-#: Published model-FLOPs utilisations: GPT-3 21.3%, PaLM 46.2%, Megatron-LM 52% (facts.md).
-DEFAULT_UTILISATION = 0.4
-
-# Which registry peak each training precision runs at (fp32 matmuls use the FP32 rate:
-# PyTorch leaves TF32 off for matmuls by default).
-_PEAK_FOR_PRECISION = {"fp32": "fp32", "amp_bf16": "bf16", "amp_fp16": "fp16", "bf16": "bf16"}
-_BYTES_PER_ACTIVATION = {"fp32": 4, "amp_bf16": 2, "amp_fp16": 2, "bf16": 2}
-
-
-@dataclass(frozen=True)
-class NamedModel:
-    """A well-known model: its published size and the shape the cost formulas need.
-
-    Attributes
-    ----------
-    name : str
-    family : {"transformer", "cnn"}
-    n_params : int
-        Parameter count as published.
-    source : str
-        Where ``n_params`` and the shape come from (paper and URL).
-    cite : str
-        The bibliography key the book cites it with.
-    layers, hidden, heads : int, optional
-        Transformer shape (layers L, hidden size h, attention heads a).
-    seq_len : int, optional
-        Transformer context length used in pre-training.
-    image_size : int, optional
-        CNN input side in pixels at which ``forward_flops`` is quoted.
-    forward_flops : float, optional
-        CNN forward FLOPs per image at ``image_size`` (one multiply-add = 2 FLOPs).
-    """
-
-    name: str
-    family: str
-    n_params: int
-    source: str
-    cite: str
-    layers: int | None = None
-    hidden: int | None = None
-    heads: int | None = None
-    seq_len: int | None = None
-    image_size: int | None = None
-    forward_flops: float | None = None
-
-
-#: Models the chooser knows by name, with their published sizes.
-NAMED_MODELS = {
-    m.name: m
-    for m in (
-        NamedModel(
-            "ResNet-50", "cnn", 25_557_032,
-            "torchvision ResNet-50 (v1.5): 25,557,032 parameters, 4.09 G multiply-adds at "
-            "224x224; https://pytorch.org/vision/stable/models/generated/"
-            "torchvision.models.resnet50.html",
-            "he2016resnet", image_size=224, forward_flops=2 * 4.09e9,
-        ),
-        NamedModel(
-            "BERT-base", "transformer", 110_000_000,
-            "Devlin et al. 2019: L=12, H=768, A=12, 110M parameters, sequences of 512 tokens; "
-            "https://arxiv.org/abs/1810.04805",
-            "devlin2019bert", layers=12, hidden=768, heads=12, seq_len=512,
-        ),
-        NamedModel(
-            "BERT-large", "transformer", 340_000_000,
-            "Devlin et al. 2019: L=24, H=1024, A=16, 340M parameters, sequences of 512 tokens; "
-            "https://arxiv.org/abs/1810.04805",
-            "devlin2019bert", layers=24, hidden=1024, heads=16, seq_len=512,
-        ),
-        NamedModel(
-            "GPT-2 XL", "transformer", 1_542_000_000,
-            "Radford et al. 2019, Table 2: 1542M parameters, 48 layers, d_model 1600, "
-            "context 1024; 25 heads in the released hparams (https://github.com/openai/gpt-2)",
-            "radford2019gpt2", layers=48, hidden=1600, heads=25, seq_len=1024,
-        ),
-        NamedModel(
-            "Llama-2-7B", "transformer", 6_700_000_000,
-            "Touvron et al. 2023 (LLaMA, Table 2): 6.7B parameters, dimension 4096, 32 heads, "
-            "32 layers; Llama 2 keeps this shape with a 4096-token context "
-            "(https://arxiv.org/abs/2307.09288)",
-            "touvron2023llama2", layers=32, hidden=4096, heads=32, seq_len=4096,
-        ),
-        NamedModel(
-            "GPT-3 175B", "transformer", 175_000_000_000,
-            "Brown et al. 2020, Table 2.1: 175.0B parameters, 96 layers, d_model 12288, "
-            "96 heads, context 2048; https://arxiv.org/abs/2005.14165",
-            "brown2020gpt3", layers=96, hidden=12288, heads=96, seq_len=2048,
-        ),
-    )
-}  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -146,7 +62,7 @@ class ExamplePrice:
 
     Attributes
     ----------
-    device : str
+    spec_name : str
         Registry name of the GPU.
     low, high : float
         US dollars per GPU-hour.
@@ -156,7 +72,7 @@ class ExamplePrice:
         Where it comes from and how it was derived.
     """
 
-    device: str
+    spec_name: str
     low: float
     high: float
     date: str
@@ -175,41 +91,6 @@ EXAMPLE_PRICES = (
         "$3,751-$12,571 for 64 V100 x 79 h on Google Cloud, preemptible to on-demand",
     ),
 )
-
-
-def _positive(name: str, value, *, integer: bool = False, allow_none: bool = False) -> None:
-    if value is None and allow_none:
-        return
-    kind = int if integer else Real
-    if isinstance(value, bool) or not isinstance(value, kind) or not value > 0:
-        what = "a positive integer" if integer else "a positive number"
-        raise ValueError(f"{name}={value!r} must be {what}")
-    if not integer and not math.isfinite(value):
-        raise ValueError(f"{name}={value!r} must be a finite number")
-
-
-def _choice(name: str, value, allowed) -> None:
-    if value not in allowed:
-        raise ValueError(f"{name}={value!r} is not known; use one of {', '.join(allowed)}")
-
-
-def _words(text: str) -> str:
-    return "".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def get_model(name: str) -> NamedModel:
-    """A named model, looked up forgivingly (``"bert base"``, ``"BERT-base"``, ``"resnet50"``).
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> gl.get_model("bert large").n_params
-    340000000
-    """
-    for model in NAMED_MODELS.values():
-        if isinstance(name, str) and _words(model.name) == _words(name):
-            return model
-    raise ValueError(f"model={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
 
 
 def transformer_activation_bytes(
@@ -236,9 +117,9 @@ def transformer_activation_bytes(
         ("layers", layers), ("hidden", hidden), ("heads", heads),
         ("seq_len", seq_len), ("batch_size", batch_size),
     ):  # fmt: skip
-        _positive(name, value, integer=True)
-    _choice("precision", precision, tuple(_BYTES_PER_ACTIVATION))
-    width = _BYTES_PER_ACTIVATION[precision]
+        positive_int(name, value)
+    choice("precision", precision, TRAINING_PRECISIONS)
+    width = compute_bytes(precision)
     s, b, h, a = seq_len, batch_size, hidden, heads
     per_layer = s * b * h * (16 * width + 2) + a * s * s * b * (2 * width + 1)
     return layers * per_layer
@@ -262,95 +143,18 @@ def _cnn_activation_bytes_per_image(name: str, image_size: int, precision: str) 
     return int(activation_bytes(model, example, precision=precision))
 
 
-def training_flops_per_sample(
-    model: NamedModel | int, *, seq_len: int | None = None, image_size: int | None = None
-) -> float:
-    """FLOPs to train on one sample (forward and backward), by the standard approximations.
-
-    * Transformers: ``6·N + 6·L·s·h`` per token (Kaplan et al. 2020: 2N forward, twice that
-      backward, plus the attention scores), times ``s`` tokens per sample.
-    * CNNs: 3 × the forward FLOPs (backward ≈ 2 × forward), scaled by the pixel count.
-    * A bare parameter count: ``6·N`` per token, times ``seq_len`` tokens (default 1).
+def run_cost(time_s: float, price_per_hour: float, n_gpus: int = 1) -> float:
+    """Cost of holding ``n_gpus`` GPUs for ``time_s`` seconds at ``price_per_hour`` each.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.training_flops_per_sample(gl.get_model("ResNet-50")) / 1e9   # 3 x 2 x 4.09 G
-    24.54
-    >>> gl.training_flops_per_sample(1_000_000, seq_len=100)
-    600000000.0
-    """
-    if isinstance(model, NamedModel):
-        if model.family == "cnn":
-            size = model.image_size if image_size is None else image_size
-            _positive("image_size", size, integer=True)
-            return 3 * model.forward_flops * (size / model.image_size) ** 2
-        tokens = model.seq_len if seq_len is None else seq_len
-        _positive("seq_len", tokens, integer=True)
-        per_token = 6 * model.n_params + 6 * model.layers * tokens * model.hidden
-        return float(per_token * tokens)
-    _positive("n_params", model, integer=True)
-    tokens = 1 if seq_len is None else seq_len
-    _positive("seq_len", tokens, integer=True)
-    return float(6 * model * tokens)
-
-
-def _spec(device: DeviceSpec | str, parameter: str = "device") -> DeviceSpec:
-    if isinstance(device, DeviceSpec):
-        return device
-    try:
-        return get_spec(device)
-    except ValueError as exc:
-        raise ValueError(
-            f"{parameter}={device!r} is not in the spec registry: {exc.args[0]} "
-            "(python -m gpulab specs lists them)"
-        ) from None
-
-
-def epoch_seconds(
-    flops: float,
-    device: DeviceSpec | str,
-    *,
-    precision: str = "amp_bf16",
-    utilisation: float = DEFAULT_UTILISATION,
-) -> float:
-    """Predicted seconds to do ``flops`` of training on ``device``: FLOPs ÷ (peak × utilisation).
-
-    Raises ValueError when the datasheet has no peak for the precision (a V100 has no BF16).
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> gl.epoch_seconds(312e12, "A100 80GB", precision="amp_bf16", utilisation=0.5)
-    2.0
-    """
-    if isinstance(flops, bool) or not isinstance(flops, Real) or flops < 0:
-        raise ValueError(f"flops={flops!r} must be a number of 0 or more")
-    _choice("precision", precision, tuple(_PEAK_FOR_PRECISION))
-    if (
-        isinstance(utilisation, bool)
-        or not isinstance(utilisation, Real)
-        or not (0 < utilisation <= 1)
-    ):
-        raise ValueError(f"utilisation={utilisation!r} must be a fraction in (0, 1]")
-    spec = _spec(device)
-    return flops / (spec.peak(_PEAK_FOR_PRECISION[precision]) * utilisation)
-
-
-def run_cost(seconds: float, price_per_hour: float, devices: int = 1) -> float:
-    """Cost of holding ``devices`` devices for ``seconds`` at ``price_per_hour`` each.
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> gl.run_cost(5400, price_per_hour=2.0, devices=8)   # 1.5 h x $2 x 8
+    >>> gl.run_cost(5400, price_per_hour=2.0, n_gpus=8)   # 1.5 h x $2 x 8
     24.0
     """
-    if isinstance(seconds, bool) or not isinstance(seconds, Real) or seconds < 0:
-        raise ValueError(f"seconds={seconds!r} must be a number of 0 or more")
-    _positive("price_per_hour", price_per_hour)
-    _positive("devices", devices, integer=True)
-    return seconds / 3600 * price_per_hour * devices
+    time_s = non_negative_number("time_s", time_s)
+    price = positive_number("price_per_hour", price_per_hour)
+    return time_s / 3600 * price * positive_int("n_gpus", n_gpus)
 
 
 @dataclass(frozen=True)
@@ -414,7 +218,7 @@ class TrainingPlan:
         for o in self.options:
             mem = f"{o.spec.memory_bytes / 1e9:.0f}" if o.spec.memory_bytes else "host RAM"
             fits = {True: "yes", False: "no", None: "depends on RAM"}[o.fits]
-            time_ = _duration(o.epoch_s) if o.epoch_s is not None else f"– ({o.note})"
+            time_ = format_duration(o.epoch_s) if o.epoch_s is not None else f"– ({o.note})"
             cost = f"${o.cost:,.2f}" if o.cost is not None else "enter a price"
             if o.epoch_s is None:
                 cost = "–"
@@ -432,13 +236,6 @@ class TrainingPlan:
         return "\n".join([head, *self.notes, self.table()])
 
 
-def _duration(seconds: float) -> str:
-    for unit, size in (("days", 86400), ("h", 3600), ("min", 60)):
-        if seconds >= size:
-            return f"{seconds / size:,.3g} {unit}"
-    return f"{seconds:.3g} s"
-
-
 def _default_devices() -> list[DeviceSpec]:
     return [s for s in list_specs() if s.kind in ("gpu", "tpu")]
 
@@ -454,7 +251,7 @@ def plan_training(
     samples_per_epoch: int = 1_000_000,
     utilisation: float = DEFAULT_UTILISATION,
     price_per_hour: float | None = None,
-    devices=None,
+    specs=None,
     activations_bytes: int | None = None,
     headroom: float = 0.9,
 ) -> TrainingPlan:
@@ -463,7 +260,7 @@ def plan_training(
     Parameters
     ----------
     model : str or int
-        A name from :data:`NAMED_MODELS` (``"BERT-base"``) or a parameter count.
+        A name from :data:`gpulab.NAMED_MODELS` (``"BERT-base"``) or a parameter count.
     precision : str
         One of ``gl.TRAINING_PRECISIONS``: ``"fp32"``, ``"amp_bf16"``, ``"amp_fp16"``, ``"bf16"``.
     optimizer : str
@@ -476,11 +273,11 @@ def plan_training(
     samples_per_epoch : int
         Samples in one pass over the data (ImageNet-1k: 1,281,167 images).
     utilisation : float
-        Fraction of peak FLOP/s assumed, in (0, 1].
+        Fraction of peak FLOP/s assumed, above 0 and at most 1.
     price_per_hour : float, optional
         Your price per device-hour in dollars; no price, no cost.
-    devices : sequence of str or DeviceSpec, optional
-        Default: every GPU and TPU in the registry.
+    specs : sequence of str or DeviceSpec, optional
+        Registry devices to compare; default: every GPU and TPU in the registry.
     activations_bytes : int, optional
         Override the activation memory (required knowledge for a bare parameter count;
         default 0 there, with a note).
@@ -494,39 +291,39 @@ def plan_training(
     Examples
     --------
     >>> import gpulab as gl
-    >>> plan = gl.plan_training("BERT-large", batch_size=32, devices=["T4", "A100 80GB"])
+    >>> plan = gl.plan_training("BERT-large", batch_size=32, specs=["T4", "A100 80GB"])
     >>> [(o.spec.name, o.fits) for o in plan.options]
     [('Tesla T4', False), ('A100 80GB SXM4', True)]
     """
     from gpulab.memory import OPTIMIZERS, estimate_training_memory
-    from gpulab.precision import TRAINING_PRECISIONS as PRECISIONS
 
-    _choice("precision", precision, PRECISIONS)
-    _choice("optimizer", optimizer, OPTIMIZERS)
-    _positive("batch_size", batch_size, integer=True)
-    _positive("seq_len", seq_len, integer=True, allow_none=True)
-    _positive("image_size", image_size, integer=True, allow_none=True)
-    _positive("samples_per_epoch", samples_per_epoch, integer=True)
-    _positive("price_per_hour", price_per_hour, allow_none=True)
-    if (
-        isinstance(utilisation, bool)
-        or not isinstance(utilisation, Real)
-        or not (0 < utilisation <= 1)
-    ):
-        raise ValueError(f"utilisation={utilisation!r} must be a fraction in (0, 1]")
-    if isinstance(headroom, bool) or not isinstance(headroom, Real) or not 0 < headroom <= 1:
-        raise ValueError(f"headroom={headroom!r} must be a fraction in (0, 1]")
-    if activations_bytes is not None and (
-        not isinstance(activations_bytes, int) or activations_bytes < 0
-    ):
-        raise ValueError(f"activations_bytes={activations_bytes!r} must be an integer >= 0")
+    choice("precision", precision, TRAINING_PRECISIONS)
+    choice("optimizer", optimizer, OPTIMIZERS)
+    batch_size = positive_int("batch_size", batch_size)
+    if seq_len is not None:
+        seq_len = positive_int("seq_len", seq_len)
+    if image_size is not None:
+        image_size = positive_int("image_size", image_size)
+    samples_per_epoch = positive_int("samples_per_epoch", samples_per_epoch)
+    if price_per_hour is not None:
+        price_per_hour = positive_number("price_per_hour", price_per_hour)
+    utilisation = fraction("utilisation", utilisation, allow_zero=False)
+    headroom = fraction("headroom", headroom, allow_zero=False)
+    if activations_bytes is not None:
+        activations_bytes = non_negative_int("activations_bytes", activations_bytes)
+    if specs is None:
+        chosen = _default_devices()
+    elif isinstance(specs, (str, DeviceSpec)):
+        chosen = [resolve_spec("specs", specs)]
+    else:
+        chosen = [resolve_spec("specs", s) for s in specs]
 
     notes = []
-    if isinstance(model, str):
-        named = get_model(model)
+    if isinstance(model, (str, NamedModel)):
+        named = model if isinstance(model, NamedModel) else get_model(model)
         name, n_params, flops_model = named.name, named.n_params, named
     elif isinstance(model, int) and not isinstance(model, bool):
-        _positive("model", model, integer=True)
+        positive_int("model", model)
         named, name, n_params, flops_model = None, f"{model:,}-parameter model", model, model
     else:
         raise ValueError(f"model={model!r} must be a named model or a parameter count (int)")
@@ -559,22 +356,18 @@ def plan_training(
     )
     flops = training_flops_per_sample(flops_model, seq_len=seq_len, image_size=image_size)
 
-    specs = _default_devices() if devices is None else [_spec(d, "devices") for d in devices]
     options = []
-    for spec in specs:
+    peak_name = peak_precision(precision)
+    for spec in chosen:
         fits = None if spec.memory_bytes is None else memory.fits(spec, headroom=headroom)
-        try:
+        seconds, cost, note = None, None, f"no {peak_name} peak in its datasheet"
+        if peak_name in spec.peak_flops:
             seconds = epoch_seconds(
                 flops * samples_per_epoch, spec, precision=precision, utilisation=utilisation
             )
             note = ""
-        except ValueError:
-            seconds, note = None, f"no {_PEAK_FOR_PRECISION[precision]} peak in its datasheet"
-        cost = (
-            run_cost(seconds, price_per_hour)
-            if seconds is not None and price_per_hour is not None
-            else None
-        )
+            if price_per_hour is not None:
+                cost = run_cost(seconds, price_per_hour)
         options.append(DeviceOption(spec, fits, seconds, cost, note))
     return TrainingPlan(
         model=name,
@@ -586,106 +379,9 @@ def plan_training(
         memory=memory,
         flops_per_sample=flops,
         samples_per_epoch=samples_per_epoch,
-        utilisation=float(utilisation),
+        utilisation=utilisation,
         price_per_hour=price_per_hour,
-        headroom=float(headroom),
+        headroom=headroom,
         options=tuple(options),
         notes=tuple(notes),
     )
-
-
-def chooser_widget(model: str = "BERT-base", **defaults):
-    """The GPU chooser as ipywidgets controls over :func:`plan_training`.
-
-    Parameters
-    ----------
-    model : str
-        Initial named model (or ``"custom"`` to type a parameter count).
-    **defaults
-        Initial values for ``precision``, ``optimizer``, ``batch_size``, ``seq_len``,
-        ``image_size``, ``samples_per_epoch``, ``utilisation``, ``price_per_hour`` and
-        ``params_millions`` (custom models).
-
-    Returns
-    -------
-    ipywidgets.VBox
-        Controls and an output area that shows the plan for the current values.
-    """
-    import ipywidgets as w
-    from IPython.display import Markdown, clear_output, display
-
-    from gpulab.memory import OPTIMIZERS
-    from gpulab.precision import TRAINING_PRECISIONS as PRECISIONS
-
-    style = {"description_width": "150px"}
-    layout = w.Layout(width="420px")
-
-    def box(widget_type, description, value, **kwargs):
-        return widget_type(
-            description=description, value=value, style=style, layout=layout, **kwargs
-        )
-
-    controls = {
-        "model": box(w.Dropdown, "Model", model, options=[*NAMED_MODELS, "custom"]),
-        "params_millions": box(
-            w.BoundedFloatText, "Parameters (M), custom", defaults.get("params_millions", 100.0),
-            min=0.001, max=1e7,
-        ),
-        "precision": box(
-            w.Dropdown, "Precision", defaults.get("precision", "amp_bf16"), options=PRECISIONS
-        ),
-        "optimizer": box(
-            w.Dropdown, "Optimizer", defaults.get("optimizer", "adamw"), options=OPTIMIZERS
-        ),
-        "batch_size": box(
-            w.BoundedIntText, "Batch size", defaults.get("batch_size", 32), min=1, max=1 << 20
-        ),
-        "seq_len": box(
-            w.BoundedIntText, "Tokens (0 = model's)", defaults.get("seq_len", 0),
-            min=0, max=1 << 20,
-        ),
-        "image_size": box(
-            w.BoundedIntText, "Image side (0 = model's)", defaults.get("image_size", 0),
-            min=0, max=1 << 14,
-        ),
-        "samples_per_epoch": box(
-            w.BoundedIntText, "Samples per epoch", defaults.get("samples_per_epoch", 1_000_000),
-            min=1, max=10**13,
-        ),
-        "utilisation": box(
-            w.FloatSlider, "Utilisation of peak", defaults.get("utilisation", DEFAULT_UTILISATION),
-            min=0.05, max=1.0, step=0.05,
-        ),
-        "price_per_hour": box(
-            w.BoundedFloatText, "Your $ per GPU-hour", defaults.get("price_per_hour", 0.0),
-            min=0.0, max=1e4,
-        ),
-    }  # fmt: skip
-    out = w.Output()
-
-    def update(model, params_millions, precision, optimizer, batch_size, seq_len, image_size,
-               samples_per_epoch, utilisation, price_per_hour):  # fmt: skip
-        with out:
-            clear_output(wait=True)
-            try:
-                plan = plan_training(
-                    round(params_millions * 1e6) if model == "custom" else model,
-                    precision=precision, optimizer=optimizer, batch_size=batch_size,
-                    seq_len=seq_len or None, image_size=image_size or None,
-                    samples_per_epoch=samples_per_epoch, utilisation=utilisation,
-                    price_per_hour=price_per_hour or None,
-                )  # fmt: skip
-            except ValueError as exc:
-                print(f"Cannot plan this job: {exc}")
-                return
-            print(plan.memory)
-            print(
-                f"PREDICTION: {plan.flops_per_sample:.3g} FLOP/sample x "
-                f"{plan.samples_per_epoch:,} samples at {plan.utilisation:.0%} of peak"
-            )
-            for note in plan.notes:
-                print(note)
-            display(Markdown(plan.table()))
-
-    w.interactive_output(update, controls)
-    return w.VBox([*controls.values(), out])

@@ -48,7 +48,6 @@ __all__ = [
     "estimate_training_memory",
     "gpus_that_fit",
     "measure_training_memory",
-    "memory_calculator",
     "memory_report",
 ]
 
@@ -479,79 +478,3 @@ def memory_report(estimate: MemoryEstimate, *, headroom: float = 0.9) -> str:
         )
         where = f"Fits in {headroom:.0%} of: {shown} ({len(names)} of {total} GPUs)"
     return f"{estimate}\n{where}"
-
-
-def memory_calculator(
-    *,
-    n_params: int = 110_000_000,
-    batch_size: int = 32,
-    activation_bytes_per_sample: int = 0,
-    precision: str = "amp_bf16",
-    optimizer: str = "adamw",
-):
-    """An ipywidgets calculator: model size, batch, precision, optimizer -> memory and GPUs.
-
-    Activations are ``batch_size * activation_bytes_per_sample``: measure the per-sample
-    figure for your model with :func:`activation_bytes` (the default, 0, leaves them out).
-    The default model size is BERT-base's 110 million parameters. Returns the widget; its output
-    area starts with the report for the initial values, so a static copy of the notebook
-    shows a useful answer. Without ipywidgets, prints that report and returns None.
-    """
-    _check_count("n_params", n_params, allow_zero=False)
-    _check_count("batch_size", batch_size, allow_zero=False)
-    _check_count("activation_bytes_per_sample", activation_bytes_per_sample, allow_zero=True)
-
-    def report(params_m: float, batch: int, act_mib: float, prec: str, opt: str) -> str:
-        est = estimate_training_memory(
-            max(1, round(params_m * 1e6)),
-            precision=prec,
-            optimizer=opt,
-            activations_bytes=round(batch * act_mib * 2**20),
-        )
-        return memory_report(est)
-
-    start = (n_params / 1e6, batch_size, activation_bytes_per_sample / 2**20, precision, optimizer)
-    try:
-        import ipywidgets as w
-    except ImportError:
-        print("ipywidgets is not installed: showing the report for the given values.")
-        print(report(*start))
-        return None
-    style = {"description_width": "11em"}
-    layout = w.Layout(width="34em")
-    controls = [
-        w.FloatLogSlider(
-            value=start[0],
-            base=10,
-            min=0,
-            max=6,
-            description="parameters (M)",
-            style=style,
-            layout=layout,
-        ),
-        w.IntSlider(
-            value=batch_size, min=1, max=4096, description="batch size", style=style, layout=layout
-        ),
-        w.BoundedFloatText(
-            value=start[2],
-            min=0,
-            max=1e6,
-            description="act. MiB/sample",
-            style=style,
-        ),
-        w.Dropdown(
-            options=TRAINING_PRECISIONS, value=precision, description="precision", style=style
-        ),
-        w.Dropdown(options=OPTIMIZERS, value=optimizer, description="optimizer", style=style),
-    ]
-    out = w.Output()
-
-    def redraw(_=None):
-        out.clear_output(wait=True)
-        with out:
-            print(report(*(c.value for c in controls)))
-
-    for control in controls:
-        control.observe(redraw, names="value")
-    redraw()
-    return w.VBox([*controls, out])

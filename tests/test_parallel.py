@@ -54,26 +54,3 @@ def test_scaling_curve_is_dp_step_time_per_count():
         with pytest.raises(ValueError, match=match):
             gl.scaling_curve(0.2, 1e8, bad, link="NVLink 3")
 
-
-def test_scaling_estimate_uses_the_registry():
-    est = gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3", tokens_per_gpu=1000, mfu=0.5)
-    # 6 * 1e9 * 1000 FLOPs at half of 312 TFLOP/s
-    assert est.step.compute_s == pytest.approx(6e12 / 156e12)
-    # 2 GB of BF16 gradients, ring over 16 GPUs at 300 GB/s each way
-    assert est.step.comm_s == pytest.approx(2 * 15 / 16 * 2e9 / 300e9)
-    text = est.summary()
-    assert "Prediction for 1B parameters on 16 x A100 80GB SXM4" in text
-    assert "scaling efficiency" in text
-    with pytest.raises(ValueError, match="mfu=1.5"):
-        gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3", mfu=1.5)
-
-
-def test_calculator_starts_with_the_estimate():
-    pytest.importorskip("ipywidgets")
-    box = gl.scaling_calculator(n_params=1e9, gpu="H100 SXM", p=8, link="NVLink 4")
-    out = box.children[-1]
-    text = "".join(o.get("text", "") for o in out.outputs)
-    assert text.strip() == gl.scaling_estimate(1e9, "H100 SXM", 8, "NVLink 4").summary()
-    box.children[2].value = 64  # more GPUs: the output follows
-    text = "".join(o.get("text", "") for o in out.outputs)
-    assert "on 64 x H100 SXM5 80GB" in text

@@ -97,18 +97,6 @@ def test_readout_names_bound_and_origin():
         gl.roofline_readout("T4", 1, precision="bf16")
 
 
-def test_explorer_builds_and_rejects_bad_input():
-    pytest.importorskip("ipywidgets")
-    w = gl.roofline_explorer("Tesla T4", "fp16", 4.0)
-    values = {c.description: c.value for c in w.children[:3]}
-    assert values == {"Device": "Tesla T4", "Precision": "fp16", "FLOP/byte": 4.0}
-    with pytest.raises(ValueError, match="device='Nope'"):
-        gl.roofline_explorer("Nope")
-    with pytest.raises(ValueError, match="intensity=0"):
-        gl.roofline_explorer(intensity=0)
-    plt.close("all")
-
-
 def test_measure_ceilings_rejects_bad_input():
     with pytest.raises(ValueError, match="precision='fp8' cannot be measured"):
         gl.measure_ceilings("cpu", "fp8")

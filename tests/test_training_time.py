@@ -1,0 +1,242 @@
+"""The one time-to-train model: its rules checked by hand, and one job through every door."""
+
+import math
+
+import pytest
+
+import gpulab as gl
+
+BERT_BASE_TOTAL, BERT_BASE_EMBEDDINGS = 109_482_240, 23_837_184  # gl.models' exact count
+D_BERT = 1_000_000 * 256 * 512  # Devlin et al.: 1M steps of 256 sequences of 512 tokens
+
+
+def test_flops_per_token_is_six_n_plus_the_attention_term():
+    assert gl.training_flops_per_token(1e6) == 6e6
+    # BERT-base shape: 6 x 12 layers x 512 tokens x 768 = 28.3 M FLOPs per token on top
+    per_token = gl.training_flops_per_token(85_645_056, layers=12, hidden=768, seq_len=512)
+    assert per_token == 6 * 85_645_056 + 28_311_552
+    with pytest.raises(ValueError, match=r"layers=12 needs hidden, seq_len too"):
+        gl.training_flops_per_token(1e6, layers=12)
+
+
+def test_flops_per_sample_uses_the_same_rule_for_every_model():
+    bert = gl.get_model("BERT-base")
+    per_token = gl.training_flops_per_token(110e6, layers=12, hidden=768, seq_len=512)
+    assert gl.training_flops_per_sample("bert base") == pytest.approx(512 * per_token)
+    assert gl.training_flops_per_sample(bert) == gl.training_flops_per_sample("BERT-base")
+    # A shorter sequence shrinks the attention term too.
+    short = gl.training_flops_per_token(110e6, layers=12, hidden=768, seq_len=128)
+    assert gl.training_flops_per_sample(bert, seq_len=128) == pytest.approx(128 * short)
+    resnet = gl.get_model("ResNet-50")
+    assert gl.training_flops_per_sample(resnet) == pytest.approx(3 * 2 * 4.09e9)
+    assert gl.training_flops_per_sample(resnet, image_size=112) == pytest.approx(6 * 4.09e9 / 4)
+    assert gl.training_flops_per_sample(10**6, seq_len=10) == 6e7
+
+
+def test_jobs_count_what_the_rules_say():
+    # ResNet-50 x ImageNet-1k x 90 epochs: 3 x 8.18e9 x 1,281,167 x 90 = 2.83e18
+    job = gl.resnet_training_job(8.18e9, batch_size=1024, n_params=25_557_032)
+    assert job.flops == pytest.approx(3 * 8.18e9 * 1_281_167 * 90)
+    assert job.steps == 90 * 1252  # ceil(1,281,167 / 1024) = 1252 steps per epoch
+    assert "1,281,167 images" in job.formula and "90 epochs" in job.formula
+    short = gl.resnet_training_job(1e9, images=1000, epochs=2, backward_factor=1)
+    assert short.flops == 2 * 1e9 * 1000 * 2 and short.steps is None
+    # GPT-3 by 6ND: 6 x 175e9 x 300e9 = 3.15e23 (Brown et al. publish 3.14e23)
+    assert gl.transformer_training_job(175e9, 300e9).flops == pytest.approx(3.15e23)
+    # A named model brings its shape: attention term included.
+    named = gl.transformer_training_job("BERT-base", D_BERT, steps=1_000_000)
+    assert named.flops == pytest.approx(D_BERT * gl.training_flops_per_sample("BERT-base") / 512)
+    assert (named.n_params, named.steps) == (110_000_000, 1_000_000)
+    # Embedding tables are lookups: left out of 6N, but their gradients still count.
+    bert = gl.transformer_training_job(
+        BERT_BASE_TOTAL, D_BERT, embedding_params=BERT_BASE_EMBEDDINGS,
+        layers=12, hidden=768, seq_len=512,
+    )  # fmt: skip
+    n = BERT_BASE_TOTAL - BERT_BASE_EMBEDDINGS
+    assert n == 85_645_056
+    assert bert.flops == pytest.approx(D_BERT * (6 * n + 6 * 12 * 512 * 768))
+    assert f"{bert.flops:.4g}" == "7.106e+19"
+    assert bert.n_params == BERT_BASE_TOTAL
+    assert "6 × 12 layers × 512 tokens × 768" in bert.formula
+
+
+def test_precision_sets_the_peak_and_the_gradient_width():
+    assert gl.training_precision("A100 80GB") == "amp_bf16"
+    assert gl.training_precision("V100") == "amp_fp16"
+    assert gl.training_precision("Xeon 8380") == "fp32"
+    with pytest.raises(ValueError, match="no FP32, FP16 or BF16 peak"):
+        gl.training_precision("M2 Max")
+    assert [gl.gradient_bytes(p) for p in gl.TIME_PRECISIONS] == [4, 4, 2, 2, 4, 4]
+    # The memory model uses the same widths.
+    for precision in gl.TRAINING_PRECISIONS:
+        assert gl.gradient_bytes(precision) == gl.bytes_per_param(precision)["gradients"]
+
+
+def test_time_to_train_by_hand():
+    job = gl.resnet_training_job(8.18e9)
+    a100 = gl.time_to_train(job, "A100 80GB", utilisation=0.5)
+    # 2.830e18 / (312e12 x 0.5) = 18,143 s = 5.04 h
+    assert a100.time_s == pytest.approx(2.830e18 / 156e12, rel=1e-3)
+    assert a100.hours == pytest.approx(5.04, abs=0.01)
+    assert (a100.precision, a100.n_gpus, a100.spec.name) == ("amp_bf16", 1, "A100 80GB SXM4")
+    eight = gl.time_to_train(job, "A100 80GB", utilisation=0.5, n_gpus=8)
+    assert eight.time_s == pytest.approx(a100.time_s / 8)
+    assert "GPUs scale perfectly (no communication)" in eight.assumptions
+    xeon = gl.time_to_train(job, "Xeon 8380", utilisation=0.5)
+    assert xeon.precision == "fp32"
+    assert xeon.days == pytest.approx(2.830e18 / (5.89e12 * 0.5) / 86400, rel=1e-3)
+    fp32 = gl.time_to_train(job, "A100 80GB", utilisation=0.5, precision="fp32")
+    assert fp32.time_s / a100.time_s == pytest.approx(312 / 19.5)
+    tf32 = gl.time_to_train(job, "A100 80GB", utilisation=0.5, precision="tf32")
+    assert tf32.time_s / a100.time_s == pytest.approx(312 / 156)
+    default = gl.time_to_train(job, "A100 80GB")
+    assert default.utilisation == gl.DEFAULT_UTILISATION == 0.4
+
+
+def test_prediction_prints_as_a_prediction_with_its_inputs():
+    job = gl.resnet_training_job(8.18e9, name="ResNet-50")
+    text = str(gl.time_to_train(job, "H100 SXM", utilisation=0.4, assumptions=["my note"]))
+    assert text.startswith(
+        "PREDICTION (not measured): ResNet-50 on 1 × H100 SXM5 80GB (amp_bf16): 2.0 h"
+    )
+    assert "989.5 TFLOP/s peak × 40% utilisation" in text
+    assert "https://www.nvidia.com/en-us/data-center/h100/" in text
+    assert "assumption: utilisation 40% of the bf16 peak" in text
+    assert "assumption: my note" in text
+
+
+def test_data_parallel_adds_the_ring_all_reduce_of_the_gradients():
+    job = gl.transformer_training_job(
+        BERT_BASE_TOTAL, D_BERT, embedding_params=BERT_BASE_EMBEDDINGS,
+        layers=12, hidden=768, seq_len=512, steps=1_000_000,
+    )  # fmt: skip
+    t = gl.time_to_train(job, "A100 80GB", n_gpus=8, utilisation=0.4, link="NVLink 3")
+    compute = job.flops / 1e6 / (8 * 312e12 * 0.4)  # 0.0712 s per step
+    grad_bytes = 4 * BERT_BASE_TOTAL  # amp_bf16 keeps FP32 gradients
+    comm = 2 * 7 / 8 * grad_bytes / 300e9  # 2.554 ms per step (ring, 300 GB/s each way)
+    assert t.time_s == pytest.approx(1e6 * (compute + comm), rel=1e-3)
+    assert t.comm_share == pytest.approx(comm / (compute + comm), rel=1e-3)
+    assert t.step.compute_s == pytest.approx(compute)
+    assert "NVLink 3" in str(t) and t.link.startswith("NVLink 3")
+    assert "438 MB of amp_bf16 gradients" in str(t)
+    # Pure bf16 training sends 2-byte gradients: half the all-reduce.
+    half = gl.time_to_train(job, "A100 80GB", n_gpus=8, precision="bf16", link="NVLink 3")
+    assert half.step.comm_s == pytest.approx(t.step.comm_s / 2)
+    # Overlap hides communication behind compute.
+    hidden = gl.time_to_train(job, "A100 80GB", n_gpus=8, link="NVLink 3", overlap=1.0)
+    assert hidden.time_s == pytest.approx(1e6 * compute)
+    # One GPU has nothing to all-reduce: the same as no link at all.
+    one = gl.time_to_train(job, "A100 80GB", link="NVLink 3")
+    assert one.time_s == pytest.approx(gl.time_to_train(job, "A100 80GB").time_s, rel=1e-12)
+
+
+def test_a_link_needs_the_steps_and_the_parameter_count():
+    job = gl.TrainingJob("given", 1e18, "given")
+    with pytest.raises(ValueError, match=r"link='NVLink 3' needs the job's steps and n_params"):
+        gl.time_to_train(job, "A100 80GB", n_gpus=8, link="NVLink 3")
+
+
+def test_one_job_gets_the_same_seconds_through_every_entry_point():
+    # BERT-large, one epoch of 100,000 sequences of 512 tokens, on A100s, every default.
+    samples, seq, spec = 100_000, 512, "A100 80GB"
+    per_sample = gl.training_flops_per_sample("BERT-large")
+    plan = gl.plan_training("BERT-large", samples_per_epoch=samples, specs=[spec])
+    job = gl.transformer_training_job("BERT-large", samples * seq, steps=samples // 32)
+    by_hand = samples * per_sample / (312e12 * gl.DEFAULT_UTILISATION)
+    one_gpu = {
+        "plan_training": plan.options[0].epoch_s,
+        "epoch_seconds": gl.epoch_seconds(samples * per_sample, spec),
+        "time_to_train": gl.time_to_train(job, spec).time_s,
+        "time_to_train, one GPU on a link": gl.time_to_train(job, spec, link="NVLink 3").time_s,
+        "scaling_estimate": gl.scaling_estimate(
+            "BERT-large", spec, 1, "NVLink 3", tokens_per_gpu=samples * seq
+        ).step.total_s,
+    }
+    for door, seconds in one_gpu.items():
+        assert seconds == pytest.approx(by_hand, rel=1e-12), door
+    # Eight GPUs on a link: time_to_train's job against scaling_estimate's step, x steps.
+    t = gl.time_to_train(job, spec, n_gpus=8, link="NVLink 3")
+    tokens_per_gpu = samples * seq / job.steps / 8
+    step = gl.scaling_estimate("BERT-large", spec, 8, "NVLink 3", tokens_per_gpu=tokens_per_gpu)
+    assert step.step.total_s * job.steps == pytest.approx(t.time_s, rel=1e-12)
+    assert step.step.comm_s == pytest.approx(t.step.comm_s, rel=1e-12)
+
+
+def test_scaling_estimate_by_hand():
+    est = gl.scaling_estimate(
+        1e9, "A100 80GB", 16, "NVLink 3", tokens_per_gpu=1000, utilisation=0.5, precision="bf16"
+    )
+    assert est.step.compute_s == pytest.approx(6e12 / 156e12)  # 6 x 1e9 x 1000 at 156 TFLOP/s
+    assert est.step.comm_s == pytest.approx(2 * 15 / 16 * 2e9 / 300e9)  # 2 GB of bf16 grads
+    text = est.summary()
+    assert text.startswith("PREDICTION for 1B parameters on 16 x A100 80GB SXM4")
+    assert "2-byte gradients (bf16)" in text and "scaling efficiency" in text
+    default = gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3", tokens_per_gpu=1000)
+    assert default.prediction.precision == "amp_bf16"
+    assert default.step.comm_s == pytest.approx(2 * est.step.comm_s)  # FP32 gradients
+
+
+@pytest.mark.parametrize(
+    ("call", "message"),
+    [
+        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=1.5), "utilisation=1.5"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=0), "utilisation=0"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=math.nan), "utilisation=nan"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation="0.4"), "utilisation='0.4'"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=0), "n_gpus=0"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=True), "n_gpus=True"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=2.0), "n_gpus=2.0"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", precision="fp64"), "precision='fp64'"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", overlap=math.inf), "overlap=inf"),
+        (lambda job: gl.time_to_train(job, "K80", precision="amp_bf16"), "no bf16 figure"),
+        (lambda job: gl.time_to_train("job", "A100 80GB"), "job='job' must be a TrainingJob"),
+        (lambda job: gl.time_to_train(job, 3), "spec=3 must be a registry name"),
+        (lambda job: gl.TrainingJob("j", math.nan, "f"), "flops=nan"),
+        (lambda job: gl.TrainingJob("j", 1.0, "f", steps=0), "steps=0"),
+        (lambda job: gl.resnet_training_job(8e9, epochs=0), "epochs=0"),
+        (lambda job: gl.resnet_training_job("8e9"), "forward_flops_per_image='8e9'"),
+        (lambda job: gl.transformer_training_job(1e6, -1), "n_tokens=-1"),
+        (lambda job: gl.transformer_training_job(1e6, 1e9, embedding_params=1e6), "embedding"),
+        (lambda job: gl.transformer_training_job("ResNet-50", 1e9), "is not a transformer"),
+        (lambda job: gl.epoch_seconds(-1, "T4"), "flops=-1"),
+        (lambda job: gl.epoch_seconds(math.inf, "T4"), "flops=inf"),
+        (
+            lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, "NVLink 4", utilisation=2),
+            "utilisation=2",
+        ),
+        (lambda job: gl.scaling_estimate(True, "H100 SXM", 8, "NVLink 4"), "model=True"),
+        (lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, 4), "link=4"),
+        (lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, "Nope"), "link='Nope': no inter"),
+        (lambda job: gl.training_flops_per_sample(1e6, image_size=-1), "image_size=-1"),
+        (lambda job: gl.resnet_training_job(8e9, name=3), "name=3 must be a str"),
+        (lambda job: gl.time_to_train(job, "T4", assumptions=[1]), r"assumptions=\[1\]"),
+        (lambda job: gl.training_flops_per_sample("BERT-huge"), "model='BERT-huge'"),
+        (lambda job: gl.gradient_bytes("fp8"), "precision='fp8'"),
+    ],
+)
+def test_bad_inputs_are_refused_with_the_parameter_named(call, message):
+    job = gl.TrainingJob("job", 1e18, "given")
+    with pytest.raises(ValueError, match=message):
+        call(job)
+
+
+def test_unknown_devices_raise_value_errors_with_close_matches():
+    job = gl.TrainingJob("job", 1e18, "given")
+    for call in (
+        lambda: gl.time_to_train(job, "A100 90GB"),
+        lambda: gl.epoch_seconds(1e12, "A100 90GB"),
+        lambda: gl.scaling_estimate(1e9, "A100 90GB", 8, "NVLink 3"),
+        lambda: gl.training_precision("A100 90GB"),
+    ):
+        with pytest.raises(ValueError, match=r"spec='A100 90GB'.*close names: .*A100"):
+            call()
+
+
+def test_durations_print_with_the_one_formatter():
+    job = gl.TrainingJob("job", 312e12 * 0.4 * 13.466 * 60, "given")
+    t = gl.time_to_train(job, "A100 80GB")
+    assert t.time_s == pytest.approx(13.466 * 60)
+    assert f": {gl.format_duration(t.time_s)}\n" in str(t) and "13.5 min" in str(t)
+    assert gl.format_duration(5) == "5 s" and gl.format_duration(4 * 86400) == "4.0 days"
+    with pytest.raises(ValueError, match="seconds=-1"):
+        gl.format_duration(-1)
