@@ -19,7 +19,7 @@ def test_every_interconnect_has_a_source_and_a_one_way_bandwidth():
 
 
 def test_registry_matches_the_fact_sheet():
-    # facts.md: NVLink per GPU 160/300/600/900/1800 GB/s bidirectional; halved here.
+    # NVLink per GPU 160/300/600/900/1800 GB/s bidirectional (bekman2024network); halved here.
     assert [link.bandwidth_gbs for link in gl.list_interconnects("nvlink")][:5] == [
         80,
         150,
@@ -27,7 +27,7 @@ def test_registry_matches_the_fact_sheet():
         450,
         900,
     ]
-    # facts.md: PCIe x16 per direction 15.75 / 31.5 / 63 GB/s.
+    # PCIe x16 per direction 15.75 / 31.5 / 63 GB/s: GT/s x 128/130 / 8 x 16 (pcisig2024specs).
     assert [link.bandwidth_gbs for link in gl.list_interconnects("pcie")] == [15.75, 31.5, 63]
     # NDR: 400 Gb/s per port = 50 GB/s.
     assert gl.interconnect("InfiniBand NDR").bandwidth_gbs == 50

@@ -21,7 +21,7 @@ from gpulab.extrapolate import (  # noqa: E402
 
 
 def test_resnet50_imagenet_90_epochs():
-    # facts.md: 2 x 4.09e9 x 3 x 1,281,167 x 90 = 2.8e18 FLOPs
+    # 2 x 4.09e9 (torchvision ResNet-50) x 3 x 1,281,167 x 90 = 2.8e18 FLOPs
     job = resnet_training_job(8.18e9)
     assert job.flops == pytest.approx(3 * 8.18e9 * 1_281_167 * 90)
     assert job.flops == pytest.approx(2.830e18, rel=1e-3)
@@ -34,7 +34,7 @@ def test_six_n_d():
     # BERT-base: 85.6 M non-embedding parameters, 1M steps x 256 x 512 tokens
     job = transformer_training_job(85_645_056, 1e6 * 256 * 512)
     assert job.flops == pytest.approx(6.735e19, rel=1e-3)
-    # GPT-3 check from facts.md: 6 x 175e9 x 300e9 = 3.15e23
+    # GPT-3: 6 x 175e9 x 300e9 = 3.15e23 (brown2020gpt3 Table D.1 reports 3.14e23)
     assert transformer_training_job(175e9, 300e9).flops == pytest.approx(3.15e23)
 
 

@@ -79,7 +79,7 @@ def test_kinds_and_order():
 
 
 def test_ridge_point_matches_the_fact_sheet():
-    # facts.md: A100-80GB ridge ≈ 153 FLOP/byte for 16-bit tensor math: 312e12 / 2039e9.
+    # A100-80GB ridge for 16-bit tensor math: 312e12 / 2039e9 ≈ 153 FLOP/byte (datasheet row).
     a100 = gl.get_spec("A100 80GB")
     assert a100.peak("bf16") / a100.memory_bandwidth == pytest.approx(153, abs=0.5)
     assert a100.ridge_point == pytest.approx(19.5e12 / 2039e9)
