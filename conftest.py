@@ -17,11 +17,16 @@ whichever of them a run names.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
 
 BOOK_GROUP = "book"
+# ``-n auto`` uses one worker per core, up to this many: past it the book group (about two
+# minutes on its own) bounds the run anyway, and every worker collects the whole suite and
+# shares the one GPU, if there is one, with the others.
+MAX_AUTO_WORKERS = 4
 
 
 def _recorded_cpu_run_time_s(notebook: Path) -> float:
@@ -54,3 +59,11 @@ def _group_for_workers(items: list[pytest.Item]) -> None:
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config, items):
     _group_for_workers(items)
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_auto_num_workers(config):
+    if os.environ.get("PYTEST_XDIST_AUTO_NUM_WORKERS"):
+        return None  # pytest-xdist's own setting wins
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, min(cores or 1, MAX_AUTO_WORKERS))
