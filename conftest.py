@@ -1,4 +1,5 @@
-"""Which tests share a pytest-xdist worker, and in which order the work is handed out.
+"""How the suite runs on several pytest-xdist workers: which tests share a worker, in which
+order the work is handed out, and how waiting threads behave.
 
 ``python3 course.py test`` runs pytest with ``-n auto`` (one worker per core) and
 ``--dist loadgroup`` (pyproject.toml). Tests are handed out one at a time, except groups,
@@ -21,6 +22,15 @@ import os
 from pathlib import Path
 
 import pytest
+
+# Workers, the kernels and book build they start, and torchrun's ranks all share the cores,
+# each with as many torch (OpenMP) threads as there are cores. OpenMP's default wait policy
+# spins while a thread waits for the others; with more threads than cores the spinning
+# threads take the cores from the ones they wait for, and a CPU training step took 10-25x
+# longer (measured on the 2-core machine: 2 processes of 2 threads, ~27 s instead of ~3 s).
+# Passive waiting changes no result, only how idle threads wait. Set here, at the start of
+# each pytest process, before torch is imported, so every process started from it inherits it.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 BOOK_GROUP = "book"
 # ``-n auto`` uses one worker per core, up to this many: past it the book group (about two
