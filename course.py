@@ -3,19 +3,29 @@
 
     python3 course.py build    # install everything (first time), build the book into _build/html
     python3 course.py test     # install everything (first time), run the whole test suite
+    python3 course.py install  # install everything, nothing more
 
     python3 course.py build --solutions-open   # instructors' copy, every worked solution
                                                # expanded: _build/instructor/_build/html
 
-Extra arguments after ``test`` go to pytest, e.g. ``python3 course.py test -k specs``.
+Everything after ``test`` goes to pytest, e.g. ``python3 course.py test -k specs -x``
+(``python3 course.py test -- ARGS`` says the same). The suite runs on one pytest worker per
+CPU core (pytest-xdist); ``-n 0`` runs it in one process. Any other unknown argument is an
+error.
 
-Both use a virtual environment in ``.venv`` (made with access to the packages already in
-the Python that runs this script, so an existing torch is reused), unless this script is
-already running inside a virtual environment or conda, in which case that one is used.
+The course runs in the virtual environment or conda environment that runs this script, if it
+is one; otherwise in ``.venv``, made the first time with access to the packages already in
+the Python that runs this script (so an existing torch is reused) and rebuilt when it is
+unusable (no interpreter, an interpreter that does not start, no pip of its own: what a
+creation that stopped half-way leaves). A conda environment counts only when it is the
+activated one and not conda's ``base``: installing into ``base`` (often activated without
+being asked for) would change the conda installation itself.
 
-torch is installed only when missing: a CUDA build where an NVIDIA GPU is present, the
-CPU build otherwise (PyTorch's CPU index, falling back to the default index). Where a GPU is
-present, the CuPy wheel matching torch's CUDA major version is added.
+torch is installed only when missing: a CUDA build where an NVIDIA GPU is present, the CPU
+build otherwise (PyTorch's CPU index, falling back to the default index). Where a GPU is
+present, the CuPy wheel matching torch's CUDA major version is added. Once the requirements
+are installed, a stamp (a hash of requirements.txt and pyproject.toml) in the environment
+skips the installation, so later runs need no network until those files change.
 """
 
 from __future__ import annotations
@@ -27,6 +37,8 @@ import shutil
 import subprocess
 import sys
 import venv
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent
@@ -43,32 +55,172 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
 BUILD_TIMEOUT_S = 1800
 TEST_TIMEOUT_S = 3600
+PROBE_TIMEOUT_S = 120
+# pytest-xdist: one worker per core. Which tests share a worker (the book build and the
+# browser check; the cells of one notebook) is set in pyproject.toml and tests/conftest.py.
+PARALLEL_PYTEST_ARGS = ["-n", "auto"]
+# Run by an environment's Python: its prefix, and where its pip comes from.
+VENV_PROBE = "import sys, pip; print(sys.prefix); print(pip.__file__)"
+# Whether an environment can build the course package (``-e .``) with no download:
+# setuptools >= 64 (PEP 660 editable installs), with its own bdist_wheel from 70.1 on.
+BUILD_BACKEND_PROBE = """\
+import setuptools
+version = tuple(int(p) for p in setuptools.__version__.split(".")[:2])
+assert version >= (64, 0), version
+if version < (70, 1):
+    import wheel
+"""
+BUILD_BACKEND_REQUIREMENT = "setuptools>=70.1"
 
 
 def say(message: str) -> None:
     print(f"[course] {message}", flush=True)
 
 
-def in_virtual_env() -> bool:
-    return sys.prefix != sys.base_prefix or "CONDA_PREFIX" in os.environ
+# --------------------------------------------------------------------------- environments
 
 
-def environment_python() -> Path:
-    """The interpreter the course runs in, creating ``.venv`` the first time."""
-    if in_virtual_env():
-        return Path(sys.executable)
-    python = VENV / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    if not python.exists():
-        say(f"creating a virtual environment in {VENV.relative_to(ROOT)}")
-        try:
-            venv.EnvBuilder(with_pip=True, system_site_packages=True).create(VENV)
-        except Exception as exc:  # e.g. Debian without the python3-venv package
-            sys.exit(
-                f"[course] could not create {VENV}: {exc}. Install your system's venv "
-                "package (Debian/Ubuntu: apt install python3-venv) or run this script "
-                "from an activated virtual environment."
-            )
-    return python
+@dataclass(frozen=True)
+class Environment:
+    """Where the course's packages go.
+
+    ``python`` is ``None`` for the project's own ``.venv`` (made or repaired on demand).
+    """
+
+    python: Path | None
+    prefix: Path  # the requirements stamp lives here
+    description: str
+
+
+def _same_path(a: str | os.PathLike, b: str | os.PathLike) -> bool:
+    try:
+        return Path(a).resolve() == Path(b).resolve()
+    except OSError:
+        return False
+
+
+def is_conda_base(prefix: Path, environ: Mapping[str, str]) -> bool:
+    """Whether ``prefix`` is a conda (or mamba) installation's root, its ``base`` environment."""
+    if environ.get("CONDA_DEFAULT_ENV") == "base" and _same_path(
+        environ.get("CONDA_PREFIX", ""), prefix
+    ):
+        return True
+    if (prefix / "condabin").is_dir():  # only the root of a conda installation has it
+        return True
+    roots = [environ.get("CONDA_ROOT"), environ.get("MAMBA_ROOT_PREFIX")]
+    if environ.get("CONDA_EXE"):  # <root>/bin/conda or <root>\Scripts\conda.exe
+        roots.append(str(Path(environ["CONDA_EXE"]).parent.parent))
+    return any(root and _same_path(root, prefix) for root in roots)
+
+
+def conda_env_name(prefix: Path, environ: Mapping[str, str]) -> str | None:
+    """The name of the activated conda environment that ``prefix`` is, if it is one and not base.
+
+    ``CONDA_PREFIX`` alone proves nothing: a shell keeps it (often conda's ``base``, activated
+    at every login) while another Python runs this script.
+    """
+    conda_prefix = environ.get("CONDA_PREFIX")
+    if not conda_prefix or not _same_path(conda_prefix, prefix):
+        return None  # this interpreter is not the activated environment's
+    if not (prefix / "conda-meta").is_dir():
+        return None  # not a conda environment at all
+    if is_conda_base(prefix, environ):
+        return None
+    return environ.get("CONDA_DEFAULT_ENV") or prefix.name
+
+
+def choose_environment(
+    prefix: Path | None = None,
+    base_prefix: Path | None = None,
+    environ: Mapping[str, str] | None = None,
+    executable: Path | None = None,
+) -> Environment:
+    """The environment the course installs into (defaults: the running interpreter's)."""
+    prefix = Path(sys.prefix) if prefix is None else prefix
+    base_prefix = Path(sys.base_prefix) if base_prefix is None else base_prefix
+    environ = os.environ if environ is None else environ
+    executable = Path(sys.executable) if executable is None else executable
+    if not _same_path(prefix, base_prefix):
+        return Environment(executable, prefix, f"the active virtual environment {prefix}")
+    name = conda_env_name(prefix, environ)
+    if name is not None:
+        return Environment(executable, prefix, f"the active conda environment {name!r}")
+    return Environment(None, VENV, f"the course's own environment {VENV}")
+
+
+def venv_python(path: Path) -> Path:
+    return path / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+
+
+def _is_inside(child: str | os.PathLike, parent: Path) -> bool:
+    try:
+        return Path(child).resolve().is_relative_to(parent.resolve())
+    except OSError:
+        return False
+
+
+def venv_problem(path: Path) -> str | None:
+    """Why the virtual environment at ``path`` cannot be used as it is; ``None`` if it can."""
+    if not path.exists():
+        return "it does not exist"
+    if not (path / "pyvenv.cfg").is_file():
+        return "it has no pyvenv.cfg (its creation stopped half-way)"
+    python = venv_python(path)
+    if not python.exists():  # also a link to an interpreter that was removed
+        return f"{python} is missing or a broken link"
+    try:
+        proc = subprocess.run(
+            [str(python), "-c", VENV_PROBE],
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT_S,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"{python} does not run ({exc})"
+    if proc.returncode != 0:
+        last = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        return f"{python} does not run, or finds no pip ({last})"
+    lines = proc.stdout.splitlines()
+    if len(lines) != 2 or not _same_path(lines[0], path):
+        return f"{python} does not belong to it (its sys.prefix is {lines[:1]})"
+    if not _is_inside(lines[1], path):
+        return "pip is not installed in it (its creation stopped before pip)"
+    return None
+
+
+def create_venv(path: Path, clear: bool) -> None:
+    venv.EnvBuilder(with_pip=True, system_site_packages=True, clear=clear).create(path)
+
+
+def ensure_venv(path: Path = VENV, create: Callable[[Path, bool], None] = create_venv) -> Path:
+    """The interpreter of the virtual environment at ``path``, made or rebuilt when unusable."""
+    problem = venv_problem(path)
+    if problem is None:
+        return venv_python(path)
+    exists = path.exists()
+    if exists:
+        say(f"rebuilding the virtual environment in {path}: {problem}")
+    else:
+        say(f"creating a virtual environment in {path}")
+    try:
+        create(path, exists)
+    except Exception as exc:  # e.g. Debian without the python3-venv package
+        sys.exit(
+            f"[course] could not create {path}: {exc}. Install your system's venv "
+            "package (Debian/Ubuntu: apt install python3-venv) or run this script "
+            "from an activated virtual environment."
+        )
+    problem = venv_problem(path)
+    if problem is not None:
+        sys.exit(
+            f"[course] the virtual environment in {path} is still unusable: {problem}. "
+            "Install your system's venv package (Debian/Ubuntu: apt install python3-venv) "
+            "or run this script from an activated virtual environment."
+        )
+    return venv_python(path)
+
+
+# --------------------------------------------------------------------------- installing
 
 
 def run(cmd: list[str | Path], timeout: int, check: bool = True, **kwargs) -> int:
@@ -136,25 +288,56 @@ def ensure_cupy(python: Path) -> None:
     run([python, "-m", "pip", "install", f"cupy-cuda{major}x"], INSTALL_TIMEOUT_S)
 
 
-def requirements_digest() -> str:
+def build_isolation_args(python: Path) -> list[str]:
+    """``["--no-build-isolation"]`` once ``python`` can build the course package by itself.
+
+    With build isolation pip downloads setuptools into a throw-away environment for every
+    ``-e .``, which fails offline. The environment gets its own setuptools instead (once,
+    while the first installation is online anyway); if even that fails, isolation stays.
+    """
+    if python_has(python, BUILD_BACKEND_PROBE):
+        return ["--no-build-isolation"]
+    say(f"installing {BUILD_BACKEND_REQUIREMENT} so that later installs build offline")
+    pip = [python, "-m", "pip", "install", BUILD_BACKEND_REQUIREMENT]
+    if run(pip, INSTALL_TIMEOUT_S, check=False) == 0 and python_has(python, BUILD_BACKEND_PROBE):
+        return ["--no-build-isolation"]
+    return []
+
+
+def requirements_digest(root: Path = ROOT) -> str:
     digest = hashlib.sha256()
     for name in ("requirements.txt", "pyproject.toml"):
-        digest.update((ROOT / name).read_bytes())
+        digest.update((root / name).read_bytes())
     return digest.hexdigest()
 
 
-def ensure_environment() -> Path:
-    python = environment_python()
-    stamp = Path(sys.prefix if in_virtual_env() else VENV) / STAMP_NAME
-    digest = requirements_digest()
-    if stamp.exists() and stamp.read_text().strip() == digest:
-        return python
+def ensure_requirements(python: Path, stamp: Path, root: Path = ROOT) -> bool:
+    """Install torch and requirements.txt into ``python``'s environment, unless ``stamp`` says
+    they are installed already for the current requirements. Returns whether it installed."""
+    digest = requirements_digest(root)
+    if stamp.is_file() and stamp.read_text().strip() == digest:
+        return False
     ensure_torch(python)
+    no_isolation = build_isolation_args(python)
     say("installing the course's requirements (requirements.txt)")
-    run([python, "-m", "pip", "install", "-r", ROOT / "requirements.txt"], INSTALL_TIMEOUT_S)
+    run(
+        [python, "-m", "pip", "install", *no_isolation, "-r", root / "requirements.txt"],
+        INSTALL_TIMEOUT_S,
+    )
     ensure_cupy(python)
     stamp.write_text(digest + "\n")
+    return True
+
+
+def ensure_environment() -> Path:
+    """The interpreter the course runs in, with everything installed."""
+    env = choose_environment()
+    python = env.python if env.python is not None else ensure_venv(VENV)
+    ensure_requirements(python, env.prefix / STAMP_NAME)
     return python
+
+
+# --------------------------------------------------------------------------- commands
 
 
 def instructor_config(config: dict) -> dict:
@@ -194,14 +377,21 @@ def build(python: Path, solutions_open: bool = False) -> int:
         INSTRUCTOR_CONFIG.unlink(missing_ok=True)
 
 
+def pytest_command(python: Path, pytest_args: list[str]) -> list[str | Path]:
+    """pytest on one worker per core; the user's arguments come last, so ``-n 0`` wins."""
+    parallel = [] if "no:xdist" in pytest_args else PARALLEL_PYTEST_ARGS
+    return [python, "-m", "pytest", *parallel, *pytest_args]
+
+
 def test(python: Path, pytest_args: list[str]) -> int:
     say("running the test suite")
-    return run([python, "-m", "pytest", *pytest_args], TEST_TIMEOUT_S, check=False)
+    return run(pytest_command(python, pytest_args), TEST_TIMEOUT_S, check=False)
 
 
-def main() -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """The command and its options; for ``test``, everything after it is pytest's."""
     parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+        prog="course.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("command", choices=("build", "test", "install"))
     parser.add_argument(
@@ -209,14 +399,27 @@ def main() -> int:
         action="store_true",
         help="build: the instructors' copy, worked solutions expanded",
     )
-    args, pytest_args = parser.parse_known_args()
+    ours, pytest_args = argv, []
+    if argv[:1] == ["test"]:
+        ours, pytest_args = argv[:1], argv[1:]
+        if pytest_args[:1] == ["--"]:
+            pytest_args = pytest_args[1:]
+        elif "--solutions-open" in pytest_args:
+            parser.error("--solutions-open goes with the build command only")
+    args = parser.parse_args(ours)  # an unknown argument is an error here
     if args.solutions_open and args.command != "build":
         parser.error("--solutions-open goes with the build command only")
+    args.pytest_args = pytest_args
+    return args
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(sys.argv[1:] if argv is None else argv)
     python = ensure_environment()
     if args.command == "build":
         return build(python, solutions_open=args.solutions_open)
     if args.command == "test":
-        return test(python, pytest_args)
+        return test(python, args.pytest_args)
     return 0
 
 

@@ -1,11 +1,16 @@
-"""Shared fixtures: the repository root and one book build per test session."""
+"""Shared fixtures: the repository root and one book build per test session.
+
+Under pytest-xdist the tests that use the book build share one worker (``conftest.py`` at the
+repository root groups them), so the book is built once.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 
 import pytest
@@ -14,6 +19,11 @@ pytest_plugins = ["fake_gpu"]  # tests/fake_gpu.py: fixtures that make torch rep
 
 ROOT = Path(__file__).resolve().parents[1]
 BOOK_BUILD_TIMEOUT_S = 1500
+
+try:  # POSIX: a lock held by one worker while it builds; released if it dies
+    import fcntl
+except ImportError:  # Windows: the xdist group alone keeps the build on one worker
+    fcntl = None
 
 
 @dataclass(frozen=True)
@@ -35,9 +45,7 @@ def root() -> Path:
     return ROOT
 
 
-@pytest.fixture(scope="session")
-def book_build() -> BookBuild:
-    """Build the book once per session, strictly (warnings are errors, references checked)."""
+def _build_book() -> BookBuild:
     cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going"]
     env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")
     # Kernel specs launch "python" from PATH: make it this interpreter, as course.py does.
@@ -51,6 +59,29 @@ def book_build() -> BookBuild:
         env=env,
     )
     return BookBuild(proc.returncode, proc.stdout + proc.stderr, ROOT / "_build" / "html")
+
+
+@pytest.fixture(scope="session")
+def book_build(tmp_path_factory) -> BookBuild:
+    """Build the book once per session, strictly (warnings are errors, references checked).
+
+    Under pytest-xdist every test that uses this fixture is in one group, so one worker
+    builds. Should another worker need it anyway (``--dist load``), it waits on a lock and
+    reads that build's outcome instead of building into the same folder at the same time.
+    """
+    if "PYTEST_XDIST_WORKER" not in os.environ:
+        return _build_book()
+    shared = tmp_path_factory.getbasetemp().parent  # one folder for all workers of this run
+    outcome = shared / "book-build.json"
+    with open(shared / "book-build.lock", "w") as lock:
+        if fcntl is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        if outcome.is_file():
+            saved = json.loads(outcome.read_text(encoding="utf-8"))
+            return BookBuild(saved["returncode"], saved["log"], Path(saved["html"]))
+        build = _build_book()
+        outcome.write_text(json.dumps({**asdict(build), "html": str(build.html)}), "utf-8")
+        return build
 
 
 def pytest_collection_modifyitems(config, items):

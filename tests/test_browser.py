@@ -16,8 +16,10 @@ checks below show what a reader without network (or behind a firewall) gets:
 * lab pages have a well-formed "Open in Colab" link to a notebook that exists in the repository;
 * sphinx-exercise solutions are collapsed until the reader clicks their toggle.
 
-A full-page screenshot of each page goes to ``test-artifacts/screenshots/<page>.png`` and a
-summary of what each page loaded to ``test-artifacts/browser-report.json``.
+A summary of what each page loaded goes to ``test-artifacts/browser-report.json``. When a check
+fails, each page it names is opened again and a full-page screenshot of what the reader sees
+before clicking anything goes to ``test-artifacts/screenshots/<page>.png`` (only then: a
+screenshot of every page would cost more time than the checks themselves).
 
 Chromium comes from the system (Debian package ``chromium``), driven by the pip ``playwright``
 package; no browser is ever downloaded. Without either, the tests are skipped, or they fail
@@ -207,7 +209,6 @@ class PageReport:
     links: list[str] = field(default_factory=list)  # absolute hrefs of every <a> on the page
     colab_links: list[str] = field(default_factory=list)
     solutions: list[dict[str, Any]] = field(default_factory=list)
-    screenshot: str | None = None
 
 
 _MATH_JS = r"""
@@ -265,7 +266,7 @@ _WIDGETS_RENDERED_JS = (
 )
 
 
-def _visit(context, base_url: str, page_info: BookPage, report: PageReport, shots: Path) -> None:
+def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> None:
     from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
     page = context.new_page()
@@ -327,12 +328,6 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport, shot
         report.colab_links = page.eval_on_selector_all(
             f'a[href^="{COLAB}"]', "els => els.map(e => e.getAttribute('href'))"
         )
-
-        # What the reader sees first, before anything is clicked.
-        shot = shots / f"{page_info.name}.png"
-        shot.parent.mkdir(parents=True, exist_ok=True)
-        page.screenshot(path=str(shot), full_page=True, timeout=NAVIGATION_TIMEOUT_MS)
-        report.screenshot = str(shot)
 
         report.solutions = _check_solutions(page)
     except Exception as exc:  # recorded, then reported by test_pages_load
@@ -458,7 +453,7 @@ def pages(book_html: Path, root: Path) -> list[BookPage]:
     return found
 
 
-def _visit_all(browser, base_url: str, pages: list[BookPage], shots: Path) -> dict[str, PageReport]:
+def _visit_all(browser, base_url: str, pages: list[BookPage]) -> dict[str, PageReport]:
     """Open each page once, with every request off 127.0.0.1 aborted and recorded."""
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
     context.set_default_timeout(STEP_TIMEOUT_MS)
@@ -480,7 +475,7 @@ def _visit_all(browser, base_url: str, pages: list[BookPage], shots: Path) -> di
         for page_info in pages:
             report = PageReport(page_info.rel, page_info.is_lab, source_has_math(page_info.source))
             current["report"] = report
-            _visit(context, base_url, page_info, report, shots)
+            _visit(context, base_url, page_info, report)
             results[page_info.rel] = report
     finally:
         current.clear()
@@ -492,14 +487,67 @@ def _visit_all(browser, base_url: str, pages: list[BookPage], shots: Path) -> di
 def reports(browser, base_url: str, pages: list[BookPage], root: Path) -> dict[str, PageReport]:
     """Every page of the book, visited once; a summary goes to test-artifacts/."""
     artifacts = root / "test-artifacts"
-    shots = artifacts / "screenshots"
-    shutil.rmtree(shots, ignore_errors=True)
-    shots.mkdir(parents=True, exist_ok=True)
-    results = _visit_all(browser, base_url, pages, shots)
+    artifacts.mkdir(exist_ok=True)
+    # Screenshots left by an earlier run would be taken for this run's failures.
+    shutil.rmtree(artifacts / "screenshots", ignore_errors=True)
+    results = _visit_all(browser, base_url, pages)
     (artifacts / "browser-report.json").write_text(
         json.dumps({rel: asdict(r) for rel, r in results.items()}, indent=2), encoding="utf-8"
     )
     return results
+
+
+_PAGE_AT_START = re.compile(r"[^\s:]+\.html")
+
+
+@pytest.fixture(scope="module")
+def screenshots(browser, base_url: str, pages: list[BookPage], root: Path):
+    """For a failing check: full-page screenshots of the book pages its problems name.
+
+    Each problem line starts with the page (``book/intro.html: ...``); each page is opened
+    again, with the network blocked as in the visit, and shot as the reader first sees it.
+    """
+    from playwright.sync_api import Error as PlaywrightError
+
+    known = {p.rel: p for p in pages}
+    folder = root / "test-artifacts" / "screenshots"
+
+    def take(problems: list[str]) -> list[str]:
+        named = {m.group(0) for m in map(_PAGE_AT_START.match, problems) if m}
+        rels = sorted(named & known.keys())
+        if not rels:
+            return []
+        folder.mkdir(parents=True, exist_ok=True)
+        context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if urlsplit(route.request.url).hostname == LOCAL_HOST
+                else route.abort("blockedbyclient")
+            ),
+        )
+        saved = []
+        try:
+            for rel in rels:
+                shot = folder / f"{known[rel].name}.png"
+                shot.parent.mkdir(parents=True, exist_ok=True)
+                page = context.new_page()
+                try:
+                    page.goto(
+                        f"{base_url}/{rel}", wait_until="networkidle", timeout=NAVIGATION_TIMEOUT_MS
+                    )
+                    page.screenshot(path=str(shot), full_page=True, timeout=NAVIGATION_TIMEOUT_MS)
+                    saved.append(shot.relative_to(root).as_posix())
+                except PlaywrightError:
+                    pass  # the failure itself is reported; the screenshot is a help
+                finally:
+                    page.close()
+        finally:
+            context.close()
+        return saved
+
+    return take
 
 
 # --------------------------------------------------------------------------- widget fixtures
@@ -554,15 +602,20 @@ def widget_fixture_reports(browser, base_url, book_html: Path, root: Path, pages
         (folder / f"{name}.html").write_text(html, encoding="utf-8")
         fixture_pages.append(BookPage(f"_widget_fixtures/{name}.html", lab.source, is_lab=False))
     try:
-        shots = root / "test-artifacts" / "screenshots"
-        yield _visit_all(browser, base_url, fixture_pages, shots)
+        yield _visit_all(browser, base_url, fixture_pages)
     finally:
         shutil.rmtree(folder, ignore_errors=True)
 
 
-def _fail_if(problems: list[str], what: str) -> None:
-    if problems:
-        pytest.fail(f"{what}:\n  " + "\n  ".join(problems), pytrace=False)
+def _fail_if(problems: list[str], what: str, screenshots=None) -> None:
+    """Fail with one line per problem; with ``screenshots``, shoot the pages they name first."""
+    if not problems:
+        return
+    message = f"{what}:\n  " + "\n  ".join(problems)
+    saved = screenshots(problems) if screenshots is not None else []
+    if saved:
+        message += "\nscreenshots: " + ", ".join(saved)
+    pytest.fail(message, pytrace=False)
 
 
 # --------------------------------------------------------------------------- tests
@@ -580,14 +633,15 @@ def test_html_loads_no_script_or_style_from_a_cdn(book_html: Path) -> None:
     _fail_if(problems, "pages load scripts or styles from a CDN")
 
 
-def test_pages_load(reports: dict[str, PageReport]) -> None:
+def test_pages_load(reports: dict[str, PageReport], screenshots) -> None:
     _fail_if(
         [f"{r.rel}: {r.error}" for r in reports.values() if r.error],
         "pages that could not be checked in the browser",
+        screenshots,
     )
 
 
-def test_math_is_typeset(reports: dict[str, PageReport]) -> None:
+def test_math_is_typeset(reports: dict[str, PageReport], screenshots) -> None:
     problems = []
     for r in reports.values():
         if not (r.source_has_math or r.math_elements):
@@ -600,17 +654,20 @@ def test_math_is_typeset(reports: dict[str, PageReport]) -> None:
             problems.append(f"{r.rel}: math left as raw TeX: {r.math_untypeset[:5]}")
         if r.math_tex_errors:
             problems.append(f"{r.rel}: TeX errors: {r.math_tex_errors[:5]}")
-    _fail_if(problems, "math that a reader would not see typeset")
+    _fail_if(problems, "math that a reader would not see typeset", screenshots)
 
 
-def test_images_load(reports: dict[str, PageReport]) -> None:
+def test_images_load(reports: dict[str, PageReport], screenshots) -> None:
     _fail_if(
         [f"{r.rel}: {src}" for r in reports.values() for src in r.images_broken],
         "images that did not load (naturalWidth 0)",
+        screenshots,
     )
 
 
-def test_math_and_widget_assets_are_not_blocked(reports: dict[str, PageReport]) -> None:
+def test_math_and_widget_assets_are_not_blocked(
+    reports: dict[str, PageReport], screenshots
+) -> None:
     _fail_if(
         [
             f"{r.rel}: [{kind}] {url}"
@@ -619,10 +676,13 @@ def test_math_and_widget_assets_are_not_blocked(reports: dict[str, PageReport]) 
             if MATH_WIDGET_ASSET.search(url)
         ],
         "math or widget assets requested from the network (blocked)",
+        screenshots,
     )
 
 
-def test_no_script_style_or_font_from_the_network(reports: dict[str, PageReport]) -> None:
+def test_no_script_style_or_font_from_the_network(
+    reports: dict[str, PageReport], screenshots
+) -> None:
     _fail_if(
         [
             f"{r.rel}: [{kind}] {url}"
@@ -631,17 +691,19 @@ def test_no_script_style_or_font_from_the_network(reports: dict[str, PageReport]
             if kind in ("script", "stylesheet", "font")
         ],
         "scripts, stylesheets or fonts requested from the network (blocked)",
+        screenshots,
     )
 
 
-def test_local_assets_load(reports: dict[str, PageReport]) -> None:
+def test_local_assets_load(reports: dict[str, PageReport], screenshots) -> None:
     _fail_if(
         [f"{r.rel}: {failure}" for r in reports.values() for failure in r.failed_local],
         "requests to the book's own files that failed",
+        screenshots,
     )
 
 
-def test_no_uncaught_javascript_errors(reports: dict[str, PageReport]) -> None:
+def test_no_uncaught_javascript_errors(reports: dict[str, PageReport], screenshots) -> None:
     _fail_if(
         [
             f"{r.rel}: {err.splitlines()[0] if err else err}"
@@ -650,6 +712,7 @@ def test_no_uncaught_javascript_errors(reports: dict[str, PageReport]) -> None:
             if not any(known in err for known in KNOWN_PAGE_ERRORS)
         ],
         "uncaught JavaScript errors",
+        screenshots,
     )
 
 
@@ -671,8 +734,8 @@ def _widget_problems(reports: dict[str, PageReport], pages: list[BookPage]) -> l
     return problems
 
 
-def test_widgets_render(reports: dict[str, PageReport], pages: list[BookPage]) -> None:
-    _fail_if(_widget_problems(reports, pages), "ipywidgets that did not render")
+def test_widgets_render(reports: dict[str, PageReport], pages: list[BookPage], screenshots) -> None:
+    _fail_if(_widget_problems(reports, pages), "ipywidgets that did not render", screenshots)
 
 
 def test_widget_check_passes_a_rendered_widget_and_fails_a_broken_one(
@@ -695,7 +758,7 @@ def test_every_toc_page_is_checked(pages: list[BookPage], root: Path) -> None:
     _fail_if([f for f in files if f not in checked], "pages in _toc.yml that were not visited")
 
 
-def test_no_console_errors(reports: dict[str, PageReport]) -> None:
+def test_no_console_errors(reports: dict[str, PageReport], screenshots) -> None:
     _fail_if(
         [
             f"{r.rel}: {err.splitlines()[0] if err else err}"
@@ -704,10 +767,13 @@ def test_no_console_errors(reports: dict[str, PageReport]) -> None:
             if not any(known in err for known in KNOWN_CONSOLE_ERRORS)
         ],
         "errors in the browser console",
+        screenshots,
     )
 
 
-def test_internal_links_resolve(reports: dict[str, PageReport], book_html: Path) -> None:
+def test_internal_links_resolve(
+    reports: dict[str, PageReport], book_html: Path, screenshots
+) -> None:
     """Every link to a page of the book reaches a file, and its #anchor an element on it."""
     problems, ids = [], {}
     for r in reports.values():
@@ -727,11 +793,11 @@ def test_internal_links_resolve(reports: dict[str, PageReport], book_html: Path)
                     ids[target] = set(re.findall(r'\bid="([^"]+)"', text))
                 if unquote(url.fragment) not in ids[target]:
                     problems.append(f"{r.rel}: {href} (no element with that id)")
-    _fail_if(sorted(set(problems)), "links inside the book that lead nowhere")
+    _fail_if(sorted(set(problems)), "links inside the book that lead nowhere", screenshots)
 
 
 def test_lab_pages_have_colab_link(
-    reports: dict[str, PageReport], pages: list[BookPage], root: Path
+    reports: dict[str, PageReport], pages: list[BookPage], root: Path, screenshots
 ) -> None:
     labs = [p for p in pages if p.is_lab]
     if not labs:
@@ -749,10 +815,10 @@ def test_lab_pages_have_colab_link(
                 problems.append(f"{lab.rel}: Colab link {href} is not {expected}")
         if not (root / notebook).is_file():
             problems.append(f"{lab.rel}: {notebook} is not in the repository")
-    _fail_if(problems, "lab pages without a well-formed Colab link")
+    _fail_if(problems, "lab pages without a well-formed Colab link", screenshots)
 
 
-def test_solutions_collapsed_until_clicked(reports: dict[str, PageReport]) -> None:
+def test_solutions_collapsed_until_clicked(reports: dict[str, PageReport], screenshots) -> None:
     with_solutions = [r for r in reports.values() if r.solutions]
     if not with_solutions:
         pytest.skip("no page has a sphinx-exercise solution")
@@ -773,4 +839,19 @@ def test_solutions_collapsed_until_clicked(reports: dict[str, PageReport]) -> No
                 problems.append(f"{where}: no toggle button to click")
             elif not all(s["visible_after_click"]):
                 problems.append(f"{where}: content still hidden after the toggle was clicked")
-    _fail_if(problems, "solutions that a reader does not see collapsed, then opened")
+    _fail_if(problems, "solutions that a reader does not see collapsed, then opened", screenshots)
+
+
+def test_a_failing_check_leaves_screenshots_of_the_pages_it_names(
+    screenshots, pages: list[BookPage], root: Path
+) -> None:
+    page = pages[0]
+    saved = screenshots([f"{page.rel}: a problem made up for this test", "no page: another"])
+    assert saved == [f"test-artifacts/screenshots/{page.name}.png"]
+    shot = root / saved[0]
+    try:
+        png = shot.read_bytes()
+        assert png.startswith(b"\x89PNG") and len(png) > 10_000, len(png)
+    finally:
+        shot.unlink()  # this page has no problem: leave no screenshot that says it had
+    assert screenshots(["pages in _toc.yml that were not visited"]) == []

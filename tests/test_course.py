@@ -1,10 +1,20 @@
-"""course.py: the readers' build is unchanged; ``build --solutions-open`` is the instructors'."""
+"""course.py: its commands and arguments, which environment it installs into, and when.
+
+Environments are folders made in a temporary directory; nothing is installed with pip.
+"""
 
 import importlib.util
+import os
+import shutil
+import subprocess
 import sys
+import venv
+from pathlib import Path
 
 import pytest
 import yaml
+
+PY = Path("/envs/some/bin/python")  # an interpreter path that is only compared, never run
 
 
 @pytest.fixture(scope="module")
@@ -67,3 +77,253 @@ def test_solutions_open_goes_with_build_only(course, monkeypatch, capsys):
     with pytest.raises(SystemExit):
         course.main()
     assert "--solutions-open goes with the build command only" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- arguments
+
+
+def test_test_passes_everything_after_it_to_pytest(course):
+    assert course.parse_args(["test", "-k", "specs", "-x"]).pytest_args == ["-k", "specs", "-x"]
+    assert course.parse_args(["test", "--", "-k", "specs"]).pytest_args == ["-k", "specs"]
+    assert course.parse_args(["test"]).pytest_args == []
+
+
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["build", "--bogus"], "unrecognized arguments: --bogus"),
+        (["build", "-k", "specs"], "unrecognized arguments: -k specs"),
+        (["install", "extra"], "unrecognized arguments: extra"),
+        (["stamp"], "invalid choice: 'stamp'"),
+        ([], "the following arguments are required: command"),
+        (["install", "--solutions-open"], "--solutions-open goes with the build command only"),
+    ],
+)
+def test_unknown_arguments_are_errors(course, capsys, argv, message):
+    with pytest.raises(SystemExit) as exit_info:
+        course.parse_args(argv)
+    assert exit_info.value.code == 2
+    assert message in capsys.readouterr().err
+
+
+def test_pytest_runs_on_one_worker_per_core_unless_told_otherwise(course):
+    python = course.Path("py")
+    cmd = course.pytest_command(python, ["-k", "x"])
+    assert cmd[1:] == ["-m", "pytest", "-n", "auto", "-k", "x"]
+    # The user's arguments come last, so theirs win (pytest keeps the last -n).
+    assert course.pytest_command(python, ["-n", "0"])[-2:] == ["-n", "0"]
+    assert "-n" not in course.pytest_command(python, ["-p", "no:xdist"])
+
+
+# --------------------------------------------------------------------------- which environment
+
+
+def conda_install(tmp_path):
+    """A conda installation's layout: the root (base) and one named environment."""
+    root = tmp_path / "miniconda3"
+    env = root / "envs" / "course"
+    for folder in (root / "conda-meta", root / "condabin", root / "bin", env / "conda-meta"):
+        folder.mkdir(parents=True)
+    return root, env
+
+
+def test_the_active_virtual_environment_is_used(course, tmp_path):
+    env = course.choose_environment(
+        prefix=tmp_path / "venv", base_prefix=tmp_path / "base", environ={}, executable=PY
+    )
+    assert (env.python, env.prefix) == (PY, tmp_path / "venv")
+
+
+def test_an_activated_named_conda_environment_is_used(course, tmp_path):
+    root, named = conda_install(tmp_path)
+    environ = {
+        "CONDA_PREFIX": str(named),
+        "CONDA_DEFAULT_ENV": "course",
+        "CONDA_EXE": str(root / "bin" / "conda"),
+    }
+    env = course.choose_environment(named, named, environ, PY)
+    assert (env.python, env.prefix) == (PY, named)
+    assert "'course'" in env.description
+
+
+@pytest.mark.parametrize(
+    "environ_of",
+    [
+        # base auto-activated at login: the usual case
+        lambda root: {"CONDA_PREFIX": str(root), "CONDA_DEFAULT_ENV": "base"},
+        # base activated by path, or an older conda: the layout or CONDA_EXE still tell
+        lambda root: {"CONDA_PREFIX": str(root), "CONDA_DEFAULT_ENV": str(root)},
+        lambda root: {"CONDA_PREFIX": str(root), "CONDA_EXE": str(root / "bin" / "conda")},
+    ],
+)
+def test_conda_base_is_never_installed_into(course, tmp_path, environ_of):
+    root, _ = conda_install(tmp_path)
+    environ = environ_of(root)
+    if "CONDA_EXE" in environ:
+        (root / "condabin").rmdir()  # only CONDA_EXE can tell
+    env = course.choose_environment(root, root, environ, PY)
+    assert env.python is None and env.prefix == course.VENV
+
+
+def test_conda_prefix_of_another_python_is_ignored(course, tmp_path):
+    root, named = conda_install(tmp_path)
+    pyenv = tmp_path / "pyenv" / "versions" / "3.11.7"
+    pyenv.mkdir(parents=True)
+    # A shell with a conda environment active runs a Python that is not that environment's.
+    environ = {"CONDA_PREFIX": str(named), "CONDA_DEFAULT_ENV": "course"}
+    assert course.choose_environment(pyenv, pyenv, environ, PY).python is None
+    # A CONDA_PREFIX that matches, but is no conda environment (no conda-meta).
+    environ = {"CONDA_PREFIX": str(pyenv), "CONDA_DEFAULT_ENV": "course"}
+    assert course.choose_environment(pyenv, pyenv, environ, PY).python is None
+
+
+# --------------------------------------------------------------------------- the .venv
+
+
+def make_venv(path, with_own_pip):
+    """A real virtual environment, made quickly: no pip, or a stand-in package named pip."""
+    venv.EnvBuilder(with_pip=False, system_site_packages=True, symlinks=os.name != "nt").create(
+        path
+    )
+    if with_own_pip:
+        (site_packages,) = [p for p in path.glob("**/site-packages") if p.is_dir()]
+        (site_packages / "pip").mkdir()
+        (site_packages / "pip" / "__init__.py").write_text("")
+    return path
+
+
+def test_a_healthy_venv_is_kept(course, tmp_path):
+    path = make_venv(tmp_path / ".venv", with_own_pip=True)
+    assert course.venv_problem(path) is None
+    created = []
+    assert course.ensure_venv(path, create=lambda *a: created.append(a)) == course.venv_python(path)
+    assert created == []
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX layout and links")
+@pytest.mark.parametrize(
+    "break_it, problem",
+    [
+        (lambda p: shutil.rmtree(p), "it does not exist"),
+        (lambda p: (p / "pyvenv.cfg").unlink(), "no pyvenv.cfg"),
+        (lambda p: (p / "bin" / "python").unlink(), "missing or a broken link"),
+        (
+            lambda p: ((p / "bin" / "python").unlink(), (p / "bin" / "python").symlink_to(p / "x")),
+            "missing or a broken link",
+        ),
+        (
+            lambda p: (
+                (p / "bin" / "python").unlink(),
+                (p / "bin" / "python").write_text("#!/bin/sh\nexit 3\n"),
+                (p / "bin" / "python").chmod(0o755),
+            ),
+            "does not run",
+        ),
+        (lambda p: make_venv(p, with_own_pip=False) and None, "pip is not installed in it"),
+    ],
+    ids=["missing", "no-config", "no-python", "broken-link", "python-fails", "no-own-pip"],
+)
+def test_a_half_created_venv_is_rebuilt(course, tmp_path, break_it, problem):
+    path = make_venv(tmp_path / ".venv", with_own_pip=True)
+    if "pip is not" in problem:
+        shutil.rmtree(path)
+    break_it(path)
+    assert problem in course.venv_problem(path)
+    created = []
+
+    def create(where, clear):
+        created.append((where, clear))
+        if where.exists():
+            shutil.rmtree(where)
+        make_venv(where, with_own_pip=True)
+
+    assert course.ensure_venv(path, create=create) == course.venv_python(path)
+    # An existing folder is cleared first; a missing one is simply made.
+    assert created == [(path, problem != "it does not exist")]
+    assert course.venv_problem(path) is None
+
+
+def test_a_venv_that_stays_broken_stops_with_the_reason(course, tmp_path, capsys):
+    path = tmp_path / ".venv"
+    with pytest.raises(SystemExit, match="still unusable: it has no pyvenv.cfg"):
+        course.ensure_venv(path, create=lambda where, clear: where.mkdir())
+    with pytest.raises(SystemExit, match="could not create .*apt install python3-venv"):
+        course.ensure_venv(tmp_path / "other", create=lambda *a: 1 / 0)
+
+
+# --------------------------------------------------------------------------- the requirements stamp
+
+
+@pytest.fixture
+def project(tmp_path):
+    (tmp_path / "requirements.txt").write_text("-e .\n")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n")
+    return tmp_path
+
+
+@pytest.fixture
+def installs(course, monkeypatch):
+    """What ensure_requirements would run; nothing is installed."""
+    calls = []
+    monkeypatch.setattr(course, "ensure_torch", lambda python: calls.append("torch"))
+    monkeypatch.setattr(course, "ensure_cupy", lambda python: calls.append("cupy"))
+    monkeypatch.setattr(course, "python_has", lambda python, code: True)
+
+    def fake_run(cmd, timeout, check=True, **kwargs):
+        calls.append([str(c) for c in cmd[1:]])
+        return 0
+
+    monkeypatch.setattr(course, "run", fake_run)
+    return calls
+
+
+def test_a_matching_stamp_skips_every_install(course, project, installs):
+    stamp = project / "env" / course.STAMP_NAME
+    stamp.parent.mkdir()
+    stamp.write_text(course.requirements_digest(project) + "\n")
+    assert course.ensure_requirements(PY, stamp, root=project) is False
+    assert installs == []  # no pip, no network
+
+
+def test_changed_requirements_reinstall_without_build_isolation(course, project, installs):
+    stamp = project / course.STAMP_NAME
+    stamp.write_text("an older digest\n")
+    assert course.ensure_requirements(PY, stamp, root=project) is True
+    requirements = str(project / "requirements.txt")
+    pip = ["-m", "pip", "install", "--no-build-isolation", "-r", requirements]
+    assert installs == ["torch", pip, "cupy"]
+    assert stamp.read_text() == course.requirements_digest(project) + "\n"
+    installs.clear()
+    assert course.ensure_requirements(PY, stamp, root=project) is False and installs == []
+    (project / "requirements.txt").write_text("-e .\nnumpy\n")
+    assert course.ensure_requirements(PY, stamp, root=project) is True
+
+
+def test_build_isolation_stays_when_setuptools_cannot_be_had(course, monkeypatch, installs):
+    monkeypatch.setattr(course, "python_has", lambda python, code: False)
+    monkeypatch.setattr(course, "run", lambda cmd, timeout, check=True: installs.append(cmd) or 1)
+    assert course.build_isolation_args(PY) == []
+    ((*_, requirement),) = installs
+    assert requirement == course.BUILD_BACKEND_REQUIREMENT
+
+
+@pytest.mark.parametrize(
+    "setuptools_version, has_wheel, ok",
+    [
+        ("63.2.0", True, False),  # no PEP 660 editable installs yet
+        ("65.5.0", False, False),  # editable installs, but bdist_wheel comes from wheel
+        ("65.5.0", True, True),
+        ("70.1.0", False, True),  # bdist_wheel is setuptools' own
+        ("80.9.0", False, True),
+    ],
+)
+def test_the_build_backend_probe(course, tmp_path, setuptools_version, has_wheel, ok):
+    (tmp_path / "setuptools").mkdir()
+    (tmp_path / "setuptools" / "__init__.py").write_text(f"__version__ = {setuptools_version!r}\n")
+    (tmp_path / "wheel").mkdir()
+    (tmp_path / "wheel" / "__init__.py").write_text("" if has_wheel else "raise ImportError\n")
+    env = dict(os.environ, PYTHONPATH=str(tmp_path))
+    proc = subprocess.run(
+        [sys.executable, "-c", course.BUILD_BACKEND_PROBE], env=env, capture_output=True
+    )
+    assert (proc.returncode == 0) == ok, proc.stderr

@@ -19,6 +19,7 @@ def write(tmp_path, name, body):
 
 def test_a_healthy_job_reports_each_rank(tmp_path):
     write(tmp_path, "hello.py", 'import os\nprint("hello from", os.environ["RANK"])\n')
+    # An upper bound, never waited out: the job is done in ~2 s on an idle 2-core machine.
     result = gl.torchrun("hello.py", 2, cwd=tmp_path, timeout_s=60, echo=False)
     assert result.ok and result.returncode == 0 and bool(result)
     assert "[rank0]:hello from 0" in result.stdout and "[rank1]:hello from 1" in result.stdout
@@ -37,6 +38,8 @@ def test_a_failing_rank_gives_one_clear_sentence(tmp_path):
         time.sleep(60)  # rank 0 would wait for a long time: torchrun must stop it
         """,
     )
+    # Never waited out either (torchrun stops rank 0 within ~3 s of rank 1 failing); kept
+    # below rank 0's 60 s sleep, so a rank that is not stopped shows up as a timeout.
     result = gl.torchrun("fail.py", 2, cwd=tmp_path, timeout_s=50, echo=False)
     assert not result.ok and not result.timed_out and result.elapsed_s < 50
     assert result.failed_rank == 1 and result.returncode != 0
@@ -59,6 +62,8 @@ def test_a_stuck_collective_times_out_inside_the_job(tmp_path):
         dist.barrier()
         """,
     )
+    # The barrier gives up after the 2 s of init_process_group (the job ends in ~8 s); the
+    # 90 s bound only catches a collective timeout that does not work.
     result = gl.torchrun("stuck.py", 2, cwd=tmp_path, timeout_s=90, echo=False)
     assert not result.ok and not result.timed_out
     assert result.failed_rank == 0
@@ -78,10 +83,12 @@ def test_a_hung_rank_is_stopped_at_the_timeout(tmp_path):
             time.sleep(300)
         """,
     )
-    result = gl.torchrun("hang.py", 2, cwd=tmp_path, timeout_s=15, echo=False)
+    # Waited out in full: 8 s is 4x the ~2 s both ranks need to be up (and to have written
+    # their pids) on an idle machine, which leaves room for a loaded one.
+    result = gl.torchrun("hang.py", 2, cwd=tmp_path, timeout_s=8, echo=False)
     assert result.timed_out and result.returncode is None and not result.ok
-    assert result.elapsed_s < 15 + 12
-    assert "did not finish within timeout_s=15 s" in result.message
+    assert result.elapsed_s < 8 + 12  # + stopping the process group (TERM, then KILL)
+    assert "did not finish within timeout_s=8 s" in result.message
     pid = int((tmp_path / "pid1").read_text())
     with pytest.raises(ProcessLookupError):  # the hung rank was stopped too
         os.kill(pid, 0)

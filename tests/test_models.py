@@ -27,7 +27,9 @@ def forward_flops(model, *shape):
 
 
 def test_resnet_parameter_counts_match_torchvision():
-    # torchvision's published counts (facts.md): 25,557,032 and 11,689,512
+    # torchvision's published counts, 25,557,032 and 11,689,512:
+    # https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet50.html
+    # https://pytorch.org/vision/stable/models/generated/torchvision.models.resnet18.html
     assert count_parameters(resnet50()) == 25_557_032
     assert count_parameters(resnet18()) == 11_689_512
 
