@@ -596,7 +596,7 @@ def time_to_train(
     >>> t.hours, t.precision
     (2.0, 'amp_bf16')
     """
-    from gpulab.comms import Interconnect, dp_step_time, interconnect
+    from gpulab.comms import _as_link, dp_step_time
 
     if not isinstance(job, TrainingJob):
         raise ValueError(f"job={job!r} must be a TrainingJob (gl.resnet_training_job, ...)")
@@ -626,15 +626,7 @@ def time_to_train(
             assumptions=(*notes, *assumptions),
         )  # fmt: skip
 
-    if isinstance(link, str):
-        try:
-            the_link = interconnect(link)
-        except ValueError as exc:
-            raise ValueError(f"link={link!r}: {exc}") from None
-    elif isinstance(link, Interconnect):
-        the_link = link
-    else:
-        raise ValueError(f"link={link!r} must be an Interconnect or a name such as 'NVLink 4'")
+    the_link = _as_link(link)
     if job.steps is None or job.n_params is None:
         raise ValueError(
             f"link={link!r} needs the job's steps and n_params (to know what is all-reduced, "

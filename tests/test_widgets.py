@@ -116,7 +116,7 @@ def test_memory_calculator_follows_its_controls():
     box = gl.memory_calculator(n_params=1_000_000, batch_size=8)
     values = [c.value for c in box.children[:-1]]
     assert values == [1.0, 8, 0.0, "amp_bf16", "adamw"]
-    assert "15.26 MiB" in shown(box)  # 16 bytes x 1 M parameters
+    assert "15.3 MiB" in shown(box)  # 16 bytes x 1 M parameters
     control(box, "Optimizer").value = "sgd"
     assert "Training memory (amp_bf16, sgd)" in shown(box) and "7.63 MiB" in shown(box)
 
