@@ -424,9 +424,7 @@ def measure_ceilings(
     tf32_before = torch.backends.cuda.matmul.allow_tf32
     torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
     try:
-        mm = benchmark(
-            lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time_s, label="matmul"
-        )
+        mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time_s, label="matmul")
     finally:
         torch.backends.cuda.matmul.allow_tf32 = tf32_before
     peak = mm.flops_per_s(2 * matmul_n**3)

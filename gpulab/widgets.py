@@ -316,7 +316,8 @@ def _roofline_png(ceilings, intensity: float) -> bytes:
             ceilings, [kernel], ax=ax,
             intensity_range=(min(0.01, intensity / 3), max(1e4, intensity * 3)),
         )  # fmt: skip
-        ax.set_title(f"{ceilings.device_name}: roofline from the datasheet (prediction)", fontsize=10)
+        title = f"{ceilings.device_name}: roofline from the datasheet (prediction)"
+        ax.set_title(title, fontsize=10)
         fig.tight_layout()
         buffer = io.BytesIO()
         fig.savefig(buffer, format="png", dpi=90)

@@ -53,4 +53,3 @@ def test_scaling_curve_is_dp_step_time_per_count():
                        ([2.0], r"n_gpus\[0\]=2.0")):  # fmt: skip
         with pytest.raises(ValueError, match=match):
             gl.scaling_curve(0.2, 1e8, bad, link="NVLink 3")
-
