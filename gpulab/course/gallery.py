@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from gpulab.report import MIN_SAMPLES_FOR_SPREAD, validate_report
+from gpulab.units import format_rate
 
 __all__ = ["MIN_SAMPLES_FOR_SPREAD", "gallery_table", "load_reports", "plot_reports"]
 
@@ -63,9 +64,7 @@ def _promised(entry: dict, reference: dict) -> float | None:
 def _human(value: float, unit: str) -> str:
     if unit == "samples/s":
         return f"{value:,.0f} samples/s"
-    scale, prefix = (1e12, "T") if value >= 1e12 else (1e9, "G")
-    shown = "FLOP/s" if unit == "FLOP/s" else "B/s"
-    return f"{value / scale:,.3g} {prefix}{shown}"
+    return format_rate(value, unit)
 
 
 def gallery_table(reports: list[dict]) -> str:

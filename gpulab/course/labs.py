@@ -17,6 +17,8 @@ import json
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpulab.units import format_duration
+
 __all__ = ["LabInfo", "list_labs", "lab_table", "setup_cell_source", "stamp_setup_cells"]
 
 SETUP_TAG = "setup"
@@ -72,10 +74,8 @@ def list_labs(folder: str | Path = "notebooks") -> list[LabInfo]:
     return [lab_info(p) for p in sorted(folder.glob("*.ipynb"))]
 
 
-def _minutes(seconds: float | None) -> str:
-    if seconds is None:
-        return "not recorded yet"
-    return f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
+def _run_time(seconds: float | None) -> str:
+    return "not recorded yet" if seconds is None else format_duration(seconds)
 
 
 def lab_table(folder: str | Path = "notebooks", link_prefix: str = "") -> str:
@@ -96,7 +96,7 @@ def lab_table(folder: str | Path = "notebooks", link_prefix: str = "") -> str:
         gpu = lab.run_time_s.get("cuda")
         rows.append(
             f"| [{lab.title}]({link_prefix}{lab.path.name}) | {lab.needs} | "
-            f"{_minutes(lab.run_time_s.get('cpu'))} | {_minutes(gpu)} |"
+            f"{_run_time(lab.run_time_s.get('cpu'))} | {_run_time(gpu)} |"
         )
     return "\n".join(rows)
 
