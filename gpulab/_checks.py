@@ -14,7 +14,7 @@ otherwise.
 from __future__ import annotations
 
 import math
-from collections.abc import Collection
+from collections.abc import Collection, Sequence
 from numbers import Integral, Real
 from pathlib import Path
 
@@ -28,6 +28,7 @@ __all__ = [
     "positive_int",
     "positive_number",
     "resolve_spec",
+    "sentences",
 ]
 
 
@@ -238,3 +239,24 @@ def path(name: str, value, *, must_exist: bool = False, kind: str | None = None)
     if must_exist and not result.exists():
         raise ValueError(f"{name}={str(value)!r} does not exist")
     return result
+
+
+def sentences(name: str, value) -> tuple[str, ...]:
+    """Return ``value``, a sequence of sentences (str), as a tuple; refuse a lone string.
+
+    Examples
+    --------
+    >>> sentences("assumptions", ["Batches fit in memory."])
+    ('Batches fit in memory.',)
+    >>> sentences("assumptions", "one string")
+    Traceback (most recent call last):
+    ...
+    ValueError: assumptions='one string' must be a sequence of sentences (str), not one string
+    """
+    if (
+        isinstance(value, str)
+        or not isinstance(value, Sequence)
+        or not all(isinstance(a, str) for a in value)
+    ):
+        raise ValueError(f"{name}={value!r} must be a sequence of sentences (str), not one string")
+    return tuple(value)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from gpulab._checks import choice, positive_number
+from gpulab._checks import choice, positive_number, sentences
 from gpulab.units import format_duration
 
 __all__ = ["plot_extrapolation"]
@@ -77,14 +77,7 @@ def plot_extrapolation(
     ]
     if not bars:
         raise ValueError("nothing to plot: measured, predictions and published are all empty")
-    if (
-        isinstance(assumptions, str)
-        or not isinstance(assumptions, Sequence)
-        or not all(isinstance(a, str) for a in assumptions)
-    ):
-        raise ValueError(
-            f"assumptions={assumptions!r} must be a sequence of sentences (str), not one string"
-        )
+    sentences("assumptions", assumptions)
 
     import matplotlib as mpl
     import matplotlib.pyplot as plt

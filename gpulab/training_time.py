@@ -39,6 +39,7 @@ from gpulab._checks import (
     positive_int,
     positive_number,
     resolve_spec,
+    sentences,
 )
 from gpulab.precision import peak_precision
 from gpulab.units import format_duration
@@ -608,14 +609,7 @@ def time_to_train(
     choice("precision", precision, TIME_PRECISIONS)
     peak = found.peak(peak_precision(precision))
     overlap = fraction("overlap", overlap)
-    if (
-        isinstance(assumptions, str)
-        or not isinstance(assumptions, Sequence)
-        or not all(isinstance(a, str) for a in assumptions)
-    ):
-        raise ValueError(
-            f"assumptions={assumptions!r} must be a sequence of sentences (str), not one string"
-        )
+    sentences("assumptions", assumptions)
     notes = [f"utilisation {u:.0%} of the {peak_precision(precision)} peak"]
     compute_s = job.flops / (n_gpus * peak * u)
     if link is None:
