@@ -242,7 +242,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
 _WHERE["setup_lab"] = "__init__"
 
-__all__ = sorted([*_WHERE, "__version__"], key=str.lower)
+__all__ = sorted([*_WHERE, "__version__"], key=lambda name: (name.lower(), name))
 
 
 def __getattr__(name: str):

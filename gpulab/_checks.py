@@ -29,6 +29,7 @@ __all__ = [
     "positive_number",
     "resolve_spec",
     "sentences",
+    "text",
 ]
 
 
@@ -150,6 +151,23 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     return float(value)
 
 
+def text(name: str, value, *, optional: bool = False) -> str | None:
+    """Return ``value`` if it is a str (free text: a label, a note); None too if ``optional``.
+
+    Examples
+    --------
+    >>> text("label", "matmul")
+    'matmul'
+    >>> text("label", 42)
+    Traceback (most recent call last):
+    ...
+    ValueError: label=42 must be a str
+    """
+    if not isinstance(value, str) and not (optional and value is None):
+        raise ValueError(f"{name}={value!r} must be a str{' or None' if optional else ''}")
+    return value
+
+
 def choice(name: str, value, allowed: Collection):
     """Return ``value`` if it is one of ``allowed``; otherwise say what is.
 
@@ -192,13 +210,13 @@ def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):
     ...
     ValueError: spec='Z9000': no device called 'Z9000' in the registry; close names: ...
     """
-    from gpulab.specs import DeviceSpec, get_spec
+    from gpulab.specs import DeviceSpec, _lookup
 
     if isinstance(value, DeviceSpec):
         spec = value
     elif isinstance(value, str):
         try:
-            spec = get_spec(value)
+            spec = _lookup(value)
         except ValueError as exc:
             raise ValueError(f"{name}={value!r}: {exc}") from None
     else:

@@ -20,7 +20,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulab._checks import choice, non_negative_int, positive_int, positive_number
+from gpulab._checks import (
+    choice,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    text,
+)
 from gpulab.units import format_duration
 
 __all__ = ["BenchResult", "Stopwatch", "benchmark", "timer", "synchronize"]
@@ -49,6 +56,17 @@ class BenchResult:
     calls_per_block: int
     label: str = ""
     backend: str = "torch"
+
+    def __post_init__(self) -> None:
+        if isinstance(self.times_s, (str, bytes)) or not hasattr(self.times_s, "__len__"):
+            raise ValueError(f"times_s={self.times_s!r} must be a sequence of seconds")
+        if len(self.times_s) == 0:
+            raise ValueError("times_s=() is empty: at least one measured block is needed")
+        for i, t in enumerate(self.times_s):
+            non_negative_number(f"times_s[{i}]", t)
+        positive_int("calls_per_block", self.calls_per_block)
+        text("label", self.label)
+        choice("backend", self.backend, _BACKENDS)
 
     @property
     def median_s(self) -> float:
@@ -218,6 +236,13 @@ class Stopwatch:
 
     label: str = ""
     elapsed_s: float = float("nan")
+
+    def __post_init__(self) -> None:
+        text("label", self.label)
+        # NaN means "still running"; anything else is a duration.
+        is_nan = isinstance(self.elapsed_s, float) and math.isnan(self.elapsed_s)
+        if not is_nan:
+            non_negative_number("elapsed_s", self.elapsed_s)
 
     def __str__(self) -> str:
         label = f"{self.label}: " if self.label else ""

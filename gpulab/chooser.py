@@ -33,14 +33,15 @@ from gpulab._checks import (
     positive_int,
     positive_number,
     resolve_spec,
+    text,
 )
 from gpulab.precision import TRAINING_PRECISIONS, compute_bytes, peak_precision
 from gpulab.specs import DeviceSpec, list_specs
 from gpulab.training_time import (
     DEFAULT_UTILISATION,
     NamedModel,
+    _lookup_model,
     epoch_seconds,
-    get_model,
     training_flops_per_sample,
 )
 from gpulab.units import format_duration
@@ -77,6 +78,14 @@ class ExamplePrice:
     high: float
     date: str
     source: str
+
+    def __post_init__(self) -> None:
+        resolve_spec("spec_name", self.spec_name)
+        low = positive_number("low", self.low)
+        if positive_number("high", self.high) < low:
+            raise ValueError(f"high={self.high!r} must be at least low={self.low!r}")
+        text("date", self.date)
+        text("source", self.source)
 
 
 #: Example prices only: Strubell et al. (2019) priced BERT-base pre-training (64 V100 GPUs ×
@@ -180,6 +189,16 @@ class DeviceOption:
     cost: float | None
     note: str = ""
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.spec, DeviceSpec):
+            raise ValueError(f"spec={self.spec!r} must be a DeviceSpec (gl.get_spec(name))")
+        if self.fits is not None and not isinstance(self.fits, bool):
+            raise ValueError(f"fits={self.fits!r} must be True, False or None")
+        for name in ("epoch_s", "cost"):
+            if getattr(self, name) is not None:
+                non_negative_number(name, getattr(self, name))
+        text("note", self.note)
+
 
 @dataclass(frozen=True)
 class TrainingPlan:
@@ -202,6 +221,30 @@ class TrainingPlan:
     headroom: float
     options: tuple[DeviceOption, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        from gpulab.memory import OPTIMIZERS
+
+        for name in ("model", "sample_shape"):
+            text(name, getattr(self, name))
+        positive_int("n_params", self.n_params)
+        choice("precision", self.precision, TRAINING_PRECISIONS)
+        choice("optimizer", self.optimizer, OPTIMIZERS)
+        positive_int("batch_size", self.batch_size)
+        positive_number("flops_per_sample", self.flops_per_sample)
+        positive_int("samples_per_epoch", self.samples_per_epoch)
+        fraction("utilisation", self.utilisation, allow_zero=False)
+        if self.price_per_hour is not None:
+            positive_number("price_per_hour", self.price_per_hour)
+        fraction("headroom", self.headroom, allow_zero=False)
+        if isinstance(self.options, (str, bytes)) or not all(
+            isinstance(o, DeviceOption) for o in _iterable("options", self.options)
+        ):
+            raise ValueError(f"options={self.options!r} must be a sequence of DeviceOption")
+        if isinstance(self.notes, str) or not all(
+            isinstance(n, str) for n in _iterable("notes", self.notes)
+        ):
+            raise ValueError(f"notes={self.notes!r} must be a sequence of sentences (str)")
 
     def fitting(self) -> list[DeviceOption]:
         """Options whose memory holds the job, fastest first (unknown times last)."""
@@ -234,6 +277,13 @@ class TrainingPlan:
             f"{self.samples_per_epoch:,} samples per epoch, at {self.utilisation:.0%} of peak"
         )
         return "\n".join([head, *self.notes, self.table()])
+
+
+def _iterable(name: str, value):
+    try:
+        return iter(value)
+    except TypeError:
+        raise ValueError(f"{name}={value!r} must be a sequence") from None
 
 
 def _default_devices() -> list[DeviceSpec]:
@@ -316,11 +366,11 @@ def plan_training(
     elif isinstance(specs, (str, DeviceSpec)):
         chosen = [resolve_spec("specs", specs)]
     else:
-        chosen = [resolve_spec("specs", s) for s in specs]
+        chosen = [resolve_spec("specs", s) for s in _iterable("specs", specs)]
 
     notes = []
     if isinstance(model, (str, NamedModel)):
-        named = model if isinstance(model, NamedModel) else get_model(model)
+        named = model if isinstance(model, NamedModel) else _lookup_model("model", model)
         name, n_params, flops_model = named.name, named.n_params, named
     elif isinstance(model, int) and not isinstance(model, bool):
         positive_int("model", model)

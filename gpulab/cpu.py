@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulab._checks import positive_int, positive_number
+from gpulab._checks import positive_int, positive_number, text
 from gpulab.units import format_rate
 
 __all__ = ["CpuPeak", "cpu_model", "cpu_cores", "estimate_cpu_peak", "measure_memory_bandwidth"]
@@ -64,6 +64,14 @@ class CpuPeak:
     peak_flops: float
     cores_basis: str = "cores"
     clock_basis: str = "given"
+
+    def __post_init__(self) -> None:
+        for name in ("cores", "vector_bits", "fma_units", "flops_per_cycle"):
+            positive_int(name, getattr(self, name))
+        positive_number("clock_hz", self.clock_hz)
+        positive_number("peak_flops", self.peak_flops)
+        for name in ("vector_isa", "cores_basis", "clock_basis"):
+            text(name, getattr(self, name))
 
     @property
     def formula(self) -> str:

@@ -16,6 +16,7 @@ import sys
 from dataclasses import dataclass, field
 from importlib import metadata
 
+from gpulab._checks import choice, non_negative_int, positive_int, text
 from gpulab.cpu import cpu_cores, cpu_model
 from gpulab.units import format_bytes
 
@@ -81,6 +82,32 @@ class DeviceInfo:
     in_colab: bool = False
     problems: tuple[str, ...] = ()
 
+    def __post_init__(self) -> None:
+        choice("kind", self.kind, ("cuda", "mps", "cpu"))
+        for name in ("name", "cpu_model", "python_version", "platform"):
+            text(name, getattr(self, name))
+        for name in (
+            "torch_version", "torch_cuda", "cupy_version", "cupy_package", "driver_version"
+        ):  # fmt: skip
+            text(name, getattr(self, name), optional=True)
+        cc = self.compute_capability
+        if cc is not None and not (
+            isinstance(cc, tuple) and len(cc) == 2 and all(_is_count(v) for v in cc)
+        ):
+            raise ValueError(f"compute_capability={cc!r} must be a (major, minor) pair of ints")
+        for name in ("memory_bytes", "sm_count"):
+            if getattr(self, name) is not None:
+                positive_int(name, getattr(self, name))
+        non_negative_int("n_gpus", self.n_gpus)
+        positive_int("cpu_cores", self.cpu_cores)
+        for name in ("cupy_usable", "in_colab"):
+            if not isinstance(getattr(self, name), bool):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+        if not isinstance(self.problems, tuple) or not all(
+            isinstance(p, str) for p in self.problems
+        ):
+            raise ValueError(f"problems={self.problems!r} must be a tuple of sentences (str)")
+
     @property
     def is_gpu(self) -> bool:
         """True when the labs will run on a GPU (CUDA or Apple MPS)."""
@@ -92,6 +119,10 @@ class DeviceInfo:
         if self.kind == "cpu":
             where = f"CPU only: {self.cpu_model}, {self.cpu_cores} cores"
         return f"{where}; torch {self.torch_version or 'not installed'}"
+
+
+def _is_count(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and value >= 0
 
 
 def in_colab() -> bool:

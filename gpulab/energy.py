@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from gpulab._checks import positive_int, positive_number, resolve_spec
+from gpulab._checks import positive_int, positive_number, resolve_spec, text
 from gpulab.units import format_duration
 
 __all__ = [
@@ -66,6 +66,10 @@ class PowerAssumption:
 
     watts: float
     basis: str
+
+    def __post_init__(self) -> None:
+        positive_number("watts", self.watts)
+        text("basis", self.basis)
 
 
 def _cores_in_notes(notes: str) -> int | None:
@@ -192,6 +196,17 @@ def _default_nvml():
     return pynvml
 
 
+def _parse_device(device) -> tuple[str, int]:
+    """("cuda", 1) for "cuda:1" or torch.device("cuda", 1); a ValueError for anything else."""
+    kind, _, index = str(device).partition(":")
+    if kind not in ("cpu", "cuda", "mps"):
+        raise ValueError(f"device={device!r} is not known; use 'cpu', 'cuda', 'cuda:N' or None")
+    if index and not index.isdigit():
+        raise ValueError(f"device={device!r}: the index after ':' must be a number")
+    torch_index = None if isinstance(device, str) else getattr(device, "index", None)
+    return kind, int(index or torch_index or 0)
+
+
 class EnergyMeter:
     """Context manager that measures (or estimates) the energy used while its block runs.
 
@@ -228,6 +243,8 @@ class EnergyMeter:
             positive_int("cores", cores)
         if not isinstance(verbose, bool):
             raise ValueError(f"verbose={verbose!r} must be True or False")
+        if device is not None:
+            _parse_device(device)  # refuse a device it cannot use now, not on entry
         self._device = device
         self._spec = None if spec is None else resolve_spec("spec", spec)
         self._cores = cores
@@ -284,14 +301,7 @@ class EnergyMeter:
             from gpulab.device import best_device
 
             device = best_device()
-        text = str(device)
-        kind, _, index = text.partition(":")
-        if kind not in ("cpu", "cuda", "mps"):
-            raise ValueError(f"device={device!r} is not known; use 'cpu', 'cuda', 'cuda:N' or None")
-        if index and not index.isdigit():
-            raise ValueError(f"device={device!r}: the index after ':' must be a number")
-        torch_index = None if isinstance(device, str) else getattr(device, "index", None)
-        return kind, int(index or torch_index or 0)
+        return _parse_device(device)
 
     def _try_nvml(self, index: int) -> bool:
         """Set up the counter or sampling method; False (with reasons noted) if neither works."""

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from gpulab import _checks
 from gpulab._checks import choice, positive_number, sentences
 from gpulab.units import format_duration
 
@@ -59,6 +60,8 @@ def plot_extrapolation(
     matplotlib Axes
     """
     choice("durations", durations, (True, False))
+    _checks.text("xlabel", xlabel)
+    _checks.text("title", title, optional=True)
     for parameter, value in (("measured", measured), ("predictions", predictions)):
         if not isinstance(value, Mapping):
             raise ValueError(f"{parameter}={value!r} must be a mapping of label to value")

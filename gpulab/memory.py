@@ -83,6 +83,9 @@ def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[st
     }
 
 
+_FIELDS_BYTES = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes")
+
+
 @dataclass(frozen=True)
 class MemoryEstimate:
     """Memory one training step keeps alive, part by part, in bytes.
@@ -104,6 +107,12 @@ class MemoryEstimate:
     activations_bytes: int
     precision: str
     optimizer: str
+
+    def __post_init__(self) -> None:
+        for name in _FIELDS_BYTES:
+            non_negative_int(name, getattr(self, name))
+        choice("precision", self.precision, TRAINING_PRECISIONS)
+        choice("optimizer", self.optimizer, OPTIMIZERS)
 
     @property
     def total_bytes(self) -> int:

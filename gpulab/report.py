@@ -23,6 +23,8 @@ import time
 from collections.abc import Callable
 from importlib import resources
 
+from gpulab._checks import text
+
 __all__ = [
     "SCHEMA_VERSION",
     "bench_schema",
@@ -77,6 +79,7 @@ required property; (top level): 'reference' is a required property
     """
     from jsonschema import Draft202012Validator
 
+    text("source", source)
     validator = Draft202012Validator(bench_schema())
     errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
     if errors:

@@ -16,6 +16,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 
+from gpulab._checks import choice, positive_int, positive_number, text
 from gpulab.precision import PEAK_PRECISIONS, peak_precision
 
 __all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES"]
@@ -93,6 +94,34 @@ class DeviceSpec:
     source_url: str = ""
     notes: str = ""
     form_factor: str = ""
+
+    def __post_init__(self) -> None:
+        for name in (
+            "name", "vendor", "architecture", "memory_type", "interconnect", "source_url",
+            "notes", "form_factor",
+        ):  # fmt: skip
+            text(name, getattr(self, name))
+        positive_int("year", self.year)
+        choice("kind", self.kind, ("gpu", "cpu", "tpu"))
+        for name in (
+            "memory_bytes", "memory_bandwidth", "tdp", "interconnect_bandwidth",
+            "launch_price_usd",
+        ):  # fmt: skip
+            if getattr(self, name) is not None:
+                positive_number(name, getattr(self, name))
+        if self.sm_count is not None:
+            positive_int("sm_count", self.sm_count)
+        if not isinstance(self.peak_flops, dict):
+            raise ValueError(
+                f"peak_flops={self.peak_flops!r} must be a dict of precision to FLOP/s"
+            )
+        for key, value in self.peak_flops.items():
+            if key not in DTYPES:
+                raise ValueError(
+                    f"peak_flops has a figure for {key!r}; the keys must be among "
+                    f"{', '.join(map(repr, DTYPES))}"
+                )
+            positive_number(f"peak_flops[{key!r}]", value)
 
     def peak(self, precision: str = "fp32") -> float:
         """Peak dense FLOP/s at ``precision``.
@@ -295,8 +324,16 @@ def get_spec(name: str) -> DeviceSpec:
     list_specs : every entry.
     find_spec : the entry for a name as a driver reports it.
     """
+    try:
+        return _lookup(name)
+    except ValueError as exc:
+        raise ValueError(f"name={name!r}: {exc}") from None
+
+
+def _lookup(name) -> DeviceSpec:
+    """:func:`get_spec` without the parameter's name in its errors (callers add theirs)."""
     if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"name={name!r}: give a device name such as 'A100 80GB' or 'T4'")
+        raise ValueError("give a device name such as 'A100 80GB' or 'T4'")
     specs = _registry()
     query = _tokens(name)
     wanted = "".join(query)
@@ -311,7 +348,7 @@ def get_spec(name: str) -> DeviceSpec:
         if preferred is not None:
             return preferred
         names = ", ".join(repr(s.name) for s in hits)
-        raise ValueError(f"name={name!r} fits several devices: {names}; say which one")
+        raise ValueError(f"fits several devices: {names}; say which one")
     close = difflib.get_close_matches(name, [s.name for s in specs], n=5, cutoff=0.3)
     hint = ", ".join(repr(c) for c in close) if close else "see gl.list_specs()"
     raise ValueError(f"no device called {name!r} in the registry; close names: {hint}")

@@ -19,8 +19,9 @@ import math
 import time
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
+from numbers import Real
 
-from gpulab._checks import choice, non_negative_int, positive_int
+from gpulab._checks import choice, non_negative_int, non_negative_number, positive_int, text
 from gpulab.bench import synchronize
 from gpulab.device import best_device
 
@@ -78,6 +79,17 @@ class TrainStats:
     warmup_steps: int = 0
     warmup_samples: int = 0
     warmup_time_s: float = 0.0
+
+    def __post_init__(self) -> None:
+        for name in ("steps", "samples", "warmup_steps", "warmup_samples"):
+            non_negative_int(name, getattr(self, name))
+        non_negative_number("time_s", self.time_s)
+        non_negative_number("warmup_time_s", self.warmup_time_s)
+        # NaN and infinite losses are allowed: they are what a diverging run records.
+        if not isinstance(self.losses, list) or not all(
+            isinstance(v, Real) and not isinstance(v, bool) for v in self.losses
+        ):
+            raise ValueError(f"losses={self.losses!r} must be a list of numbers")
 
     @property
     def timed_samples(self) -> int:
@@ -248,6 +260,9 @@ def train(
         positive_int("max_steps", max_steps)
     warmup_steps = non_negative_int("warmup_steps", warmup_steps)
     dtype = _autocast_dtype(precision)
+    text("desc", desc)
+    if not isinstance(batches, Iterable):
+        raise ValueError(f"batches={batches!r} must be an iterable of (inputs, targets) pairs")
     if not isinstance(progress, bool):
         raise ValueError(f"progress={progress!r} must be True or False")
     if not isinstance(model, torch.nn.Module):
@@ -259,7 +274,10 @@ def train(
             f"batches is a one-shot iterator but epochs={epochs}: pass a list or a DataLoader"
         )
     loss_fn = loss_fn or F.cross_entropy
-    device = torch.device(device) if device is not None else best_device()
+    try:
+        device = torch.device(device) if device is not None else best_device()
+    except (RuntimeError, TypeError) as exc:
+        raise ValueError(f"device={device!r} is not a torch device: {exc}") from None
     model.to(device)
     model.train()
     autocast = (

@@ -40,6 +40,7 @@ from gpulab._checks import (
     positive_number,
     resolve_spec,
     sentences,
+    text,
 )
 from gpulab.precision import peak_precision
 from gpulab.units import format_duration
@@ -125,6 +126,17 @@ class NamedModel:
     image_size: int | None = None
     forward_flops: float | None = None
 
+    def __post_init__(self) -> None:
+        for name in ("name", "source", "cite"):
+            text(name, getattr(self, name))
+        choice("family", self.family, ("transformer", "cnn"))
+        positive_int("n_params", self.n_params)
+        for name in ("layers", "hidden", "heads", "seq_len", "image_size"):
+            if getattr(self, name) is not None:
+                positive_int(name, getattr(self, name))
+        if self.forward_flops is not None:
+            positive_number("forward_flops", self.forward_flops)
+
 
 #: Models known by name, with their published sizes.
 NAMED_MODELS = {
@@ -176,6 +188,15 @@ def _words(text: str) -> str:
     return "".join(re.findall(r"[a-z0-9]+", text.lower()))
 
 
+def _lookup_model(param: str, name) -> NamedModel:
+    """The named model called ``name``; a ValueError naming ``param`` if there is none."""
+    if isinstance(name, str):
+        for model in NAMED_MODELS.values():
+            if _words(model.name) == _words(name):
+                return model
+    raise ValueError(f"{param}={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
+
+
 def get_model(name: str) -> NamedModel:
     """A named model, looked up forgivingly (``"bert base"``, ``"BERT-base"``, ``"resnet50"``).
 
@@ -185,26 +206,15 @@ def get_model(name: str) -> NamedModel:
     >>> gl.get_model("bert large").n_params
     340000000
     """
-    if isinstance(name, str):
-        for model in NAMED_MODELS.values():
-            if _words(model.name) == _words(name):
-                return model
-    raise ValueError(f"model={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
+    return _lookup_model("name", name)
 
 
-def _text(name: str, value, *, optional: bool = False) -> None:
-    if value is None and optional:
-        return
-    if not isinstance(value, str):
-        raise ValueError(f"{name}={value!r} must be a str")
-
-
-def _named(value) -> NamedModel | None:
+def _named(value, param: str = "model") -> NamedModel | None:
     """A NamedModel for a name or NamedModel; None for a parameter count."""
     if isinstance(value, NamedModel):
         return value
     if isinstance(value, str):
-        return get_model(value)
+        return _lookup_model(param, value)
     return None
 
 
@@ -345,8 +355,8 @@ class TrainingJob:
     steps: int | None = None
 
     def __post_init__(self) -> None:
-        _text("name", self.name)
-        _text("formula", self.formula)
+        text("name", self.name)
+        text("formula", self.formula)
         non_negative_number("flops", self.flops)
         if self.n_params is not None:
             positive_number("n_params", self.n_params)
@@ -391,7 +401,7 @@ def resnet_training_job(
     '2.830e+18'
     """
     fwd = positive_number("forward_flops_per_image", forward_flops_per_image)
-    _text("name", name, optional=True)
+    text("name", name, optional=True)
     images = positive_int("images", images)
     epochs = positive_int("epochs", epochs)
     factor = 1 + positive_number("backward_factor", backward_factor)
@@ -442,7 +452,7 @@ def transformer_training_job(
     True
     """
     named = _named(model)
-    _text("name", name, optional=True)
+    text("name", name, optional=True)
     if named is not None:
         if named.family != "transformer":
             raise ValueError(f"model={named.name!r} is not a transformer")
@@ -511,6 +521,23 @@ class TimeToTrain:
     overlap: float = 0.0
     step: object = None
     assumptions: tuple[str, ...] = field(default_factory=tuple)
+
+    def __post_init__(self) -> None:
+        from gpulab.specs import DeviceSpec
+
+        if not isinstance(self.job, TrainingJob):
+            raise ValueError(f"job={self.job!r} must be a TrainingJob")
+        if not isinstance(self.spec, DeviceSpec):
+            raise ValueError(f"spec={self.spec!r} must be a DeviceSpec (gl.get_spec(name))")
+        positive_int("n_gpus", self.n_gpus)
+        choice("precision", self.precision, TIME_PRECISIONS)
+        positive_number("peak_flops", self.peak_flops)
+        fraction("utilisation", self.utilisation, allow_zero=False)
+        non_negative_number("time_s", self.time_s)
+        text("link", self.link, optional=True)
+        fraction("comm_share", self.comm_share)
+        fraction("overlap", self.overlap)
+        sentences("assumptions", self.assumptions)
 
     @property
     def hours(self) -> float:
@@ -682,6 +709,12 @@ class ScalingEstimate:
     model: str
     tokens_per_gpu: float
     prediction: TimeToTrain
+
+    def __post_init__(self) -> None:
+        text("model", self.model)
+        positive_number("tokens_per_gpu", self.tokens_per_gpu)
+        if not isinstance(self.prediction, TimeToTrain):
+            raise ValueError(f"prediction={self.prediction!r} must be a TimeToTrain")
 
     @property
     def step(self):

@@ -235,6 +235,7 @@ def scaling_calculator(
     from gpulab.specs import list_specs
     from gpulab.training_time import TIME_PRECISIONS, scaling_estimate
 
+    n_params = positive_number("n_params", n_params)
     first = scaling_estimate(
         n_params, spec, n_gpus, link, tokens_per_gpu=tokens_per_gpu, precision=precision,
         utilisation=utilisation, overlap=overlap,

@@ -83,7 +83,7 @@ def _committed_report() -> dict:
 
 
 def _job():
-    return gl.resnet_training_job(4.1e9, images=1000, epochs=1)
+    return gl.resnet_training_job(4.1e9, images=1000, epochs=1, batch_size=100, n_params=25e6)
 
 
 def _plan():
@@ -104,15 +104,13 @@ BASELINES = {
     "check": lambda: ((1.0, 1.0), dict(quiet=True)),
     "CheckResult": lambda: _fields(gl.check(1.0, 1.0, quiet=True)),
     # ---- chooser
-    "chooser_widget": lambda: (("BERT-base",), {}),
     "DeviceOption": lambda: _fields(_plan().options[0]),
-    "epoch_seconds": lambda: ((1e15, "A100 80GB"), {}),
     "ExamplePrice": lambda: _fields(gl.EXAMPLE_PRICES[0]),
-    "get_model": lambda: (("BERT-base",), {}),
-    "NamedModel": lambda: _fields(gl.get_model("BERT-base")),
-    "plan_training": lambda: (("BERT-base",), dict(batch_size=8, seq_len=128)),
+    "plan_training": lambda: (
+        ("BERT-base",),
+        dict(batch_size=8, seq_len=128, price_per_hour=2.0, specs=["T4", "A100 80GB"]),
+    ),
     "run_cost": lambda: ((3600.0, 2.0, 8), {}),
-    "training_flops_per_sample": lambda: ((gl.get_model("BERT-base"),), dict(seq_len=128)),
     "TrainingPlan": lambda: _fields(_plan()),
     "transformer_activation_bytes": lambda: (
         (),
@@ -179,16 +177,6 @@ BASELINES = {
     "PowerAssumption": lambda: _fields(gl.assumed_power("cpu", cores=2)),
     # ---- extrapolate
     "plot_extrapolation": lambda: (({"here": 10.0}, {"A100": 100.0}, ["an assumption"]), {}),
-    "resnet_training_job": lambda: ((4.1e9,), dict(images=1000, epochs=2)),
-    "time_to_train": lambda: ((_job(), "A100 80GB"), dict(utilisation=0.4)),
-    "time_to_train_data_parallel": lambda: (
-        (_job(), "A100 80GB", 8),
-        dict(utilisation=0.4, steps=100, grad_bytes=1e8, link="NVLink 3"),
-    ),
-    "TimeToTrain": lambda: _fields(gl.time_to_train(_job(), "A100 80GB", utilisation=0.4)),
-    "training_dtype": lambda: (("A100 80GB",), {}),
-    "TrainingJob": lambda: _fields(_job()),
-    "transformer_training_job": lambda: ((1e8, 1e9), {}),
     # ---- flops
     "conv2d_flops": lambda: ((1, 4, 8, 3, 16), {}),
     "count_flops": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
@@ -204,7 +192,6 @@ BASELINES = {
         (torch.nn.Linear(4, 2), torch.randn(8, 4), torch.randint(0, 2, (8,))),
         {},
     ),
-    "memory_calculator": lambda: ((), dict(n_params=1_000_000, batch_size=8)),
     "memory_report": lambda: ((gl.estimate_training_memory(1_000_000),), dict(headroom=0.9)),
     "MemoryEstimate": lambda: _fields(gl.estimate_training_memory(1_000_000)),
     # ---- parallel
@@ -248,12 +235,6 @@ BASELINES = {
     "Prediction": lambda: _fields(gl.predict_time("T4", 1e9, 1e9)),
     "roofline_readout": lambda: (("T4", 10.0), {}),
     "RooflinePoint": lambda: (("add", 1e6, 12e6), dict(time_s=1e-3)),
-    # ---- roofline_widget
-    "roofline_explorer": lambda: (("Tesla T4", "fp16", 4.0), {}),
-    # ---- scaling_widget
-    "scaling_calculator": lambda: ((), dict(n_params=1e9, gpu="H100 SXM", p=8, link="NVLink 4")),
-    "scaling_estimate": lambda: ((1e9, "A100 80GB", 16, "NVLink 3"), {}),
-    "ScalingEstimate": lambda: _fields(gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3")),
     # ---- setup
     "setup_lab": lambda: ((0,), {}),
     # ---- simt
@@ -270,7 +251,54 @@ BASELINES = {
     "list_specs": lambda: (("gpu",), {}),
     # ---- train
     "train": _tiny_training,
-    "TrainStats": lambda: ((), dict(steps=2, samples=16, seconds=0.1, losses=[1.0, 0.5])),
+    "TrainStats": lambda: ((), dict(steps=2, samples=16, time_s=0.1, losses=[1.0, 0.5])),
+    # ---- training_time
+    "epoch_seconds": lambda: ((1e15, "A100 80GB"), dict(precision="amp_bf16", utilisation=0.4)),
+    "get_model": lambda: (("BERT-base",), {}),
+    "gradient_bytes": lambda: (("amp_bf16",), {}),
+    "NamedModel": lambda: _fields(gl.get_model("BERT-base")),
+    "resnet_training_job": lambda: (
+        (4.1e9,),
+        dict(images=1000, epochs=2, batch_size=100, n_params=25e6, name="ResNet"),
+    ),
+    "ScalingEstimate": lambda: _fields(gl.scaling_estimate(1e9, "A100 80GB", 16, "NVLink 3")),
+    "scaling_estimate": lambda: (
+        (1e9, "A100 80GB", 16, "NVLink 3"),
+        dict(precision="amp_bf16", utilisation=0.4, overlap=0.5),
+    ),
+    "time_to_train": lambda: (
+        (_job(), "A100 80GB"),
+        dict(
+            n_gpus=8,
+            precision="amp_bf16",
+            utilisation=0.4,
+            link="NVLink 3",
+            overlap=0.5,
+            assumptions=["an assumption"],
+        ),
+    ),
+    "TimeToTrain": lambda: _fields(
+        gl.time_to_train(_job(), "A100 80GB", n_gpus=8, utilisation=0.4, link="NVLink 3")
+    ),
+    "TrainingJob": lambda: _fields(_job()),
+    "training_flops_per_sample": lambda: (("BERT-base",), dict(seq_len=128)),
+    "training_flops_per_token": lambda: ((1e6,), dict(layers=2, hidden=64, seq_len=128)),
+    "training_precision": lambda: (("A100 80GB",), {}),
+    "transformer_training_job": lambda: (
+        (1e8, 1e9),
+        dict(layers=2, hidden=64, seq_len=128, embedding_params=1e6, steps=100, name="x"),
+    ),
+    # ---- widgets
+    "chooser_widget": lambda: (
+        ("BERT-base",),
+        dict(batch_size=8, seq_len=128, samples_per_epoch=1000, price_per_hour=2.0),
+    ),
+    "memory_calculator": lambda: ((), dict(n_params=1_000_000, batch_size=8)),
+    "roofline_explorer": lambda: (("Tesla T4", "fp16", 4.0), {}),
+    "scaling_calculator": lambda: (
+        (),
+        dict(n_params=1e9, spec="H100 SXM", n_gpus=8, link="NVLink 4", precision="amp_bf16"),
+    ),
     # ---- units
     "format_bytes": lambda: ((1e9,), {}),
     "format_duration": lambda: ((1.5,), {}),
@@ -481,7 +509,12 @@ KINDS: dict[str, dict] = {
     "setup_lab": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
     "format_rate": {"value": "real", "unit": [42, ""]},
     # ---- other modules
-    "benchmark": {"fn": [42], "min_run_time": "pos", "num_threads": "count", "n_repeat": "count"},
+    "benchmark": {
+        "fn": [42],
+        "min_run_time_s": "pos",
+        "num_threads": "count",
+        "n_repeat": "count",
+    },
     "BenchResult": {"times_s": "seq", "calls_per_block": "count"},
     "Stopwatch": {"elapsed_s": [-1.0, "1", True]},
     "timer": {"label": "text"},
@@ -492,6 +525,7 @@ KINDS: dict[str, dict] = {
         "memory_bytes": "count",
         "sm_count": "count",
         "cpu_cores": "count",
+        "n_gpus": "count0",
         "problems": ["x", (1,)],
     },
     "estimate_cpu_peak": {
@@ -508,7 +542,7 @@ KINDS: dict[str, dict] = {
         "flops_per_cycle": "count",
         "peak_flops": "pos",
     },
-    "measure_memory_bandwidth": {"array_bytes": "count", "min_run_time": "pos"},
+    "measure_memory_bandwidth": {"array_bytes": "count", "min_run_time_s": "pos"},
     "assumed_power": {"device": "device", "spec": "spec", "cores": "count"},
     "EnergyMeter": {
         "device": "device",
@@ -525,10 +559,19 @@ KINDS: dict[str, dict] = {
         "nvml": None,
     },
     "PowerAssumption": {"watts": "pos"},
-    "chooser_widget": {"model": ["GPT-9", 42]},
-    "epoch_seconds": {"device": "spec", "utilisation": "frac_open"},
+    "chooser_widget": {
+        "model": ["GPT-9", -1, True, 2.5],
+        "batch_size": "count",
+        "seq_len": "count",
+        "image_size": "count",
+        "samples_per_epoch": "count",
+        "utilisation": "frac_open",
+        "price_per_hour": "pos",
+    },
+    "epoch_seconds": {"spec": "spec", "utilisation": "frac_open", "precision": "choice"},
     "get_model": {"name": ["GPT-9", 42]},
     "NamedModel": {
+        "family": "choice",
         "n_params": "count",
         "layers": "count",
         "hidden": "count",
@@ -545,66 +588,91 @@ KINDS: dict[str, dict] = {
         "samples_per_epoch": "count",
         "utilisation": "frac_open",
         "price_per_hour": "pos",
-        "devices": [["Z9000"], 42],
+        "specs": [["Z9000"], 42],
         "activations_bytes": "count0",
         "headroom": "frac_open",
     },
-    "run_cost": {"price_per_hour": "pos", "devices": "count"},
+    "run_cost": {"price_per_hour": "pos", "n_gpus": "count"},
     "training_flops_per_sample": {
-        "model": [-1, "BERT-base"],
+        "model": [-1, "GPT-9", True, NAN],
         "seq_len": "count",
         "image_size": "count",
     },
+    "training_flops_per_token": {
+        "n_params": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+    },
+    "training_precision": {"spec": "spec"},
     "transformer_activation_bytes": {
         k: "count" for k in ("layers", "hidden", "heads", "seq_len", "batch_size")
     },
     "DeviceOption": {"spec": [42, "T4"], "fits": ["yes"], "epoch_s": "nonneg", "cost": "nonneg"},
-    "ExamplePrice": {"device": "spec"},
+    "ExamplePrice": {"spec_name": "spec", "low": "pos", "high": "pos"},
     "TrainingPlan": {
         "batch_size": "count",
         "samples_per_epoch": "count",
         "utilisation": "frac_open",
         "headroom": "frac_open",
         "n_params": "count",
+        "flops_per_sample": "pos",
         "price_per_hour": "pos",
+        "options": [42, [42]],
     },
     "resnet_training_job": {
         "forward_flops_per_image": "pos",
         "images": "count",
         "epochs": "count",
         "backward_factor": "pos",
+        "batch_size": "count",
+        "n_params": "pos",
         "name": "text",
     },
-    "transformer_training_job": {"n_params": "pos", "n_tokens": "pos", "name": "text"},
-    "training_dtype": {"device": "spec"},
+    "transformer_training_job": {
+        "model": [-1, "GPT-9", "ResNet-50", True, NAN],
+        "n_tokens": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+        "embedding_params": "nonneg",
+        "steps": "count",
+        "name": "text",
+    },
     "time_to_train": {
         "job": [42],
-        "device": "spec",
+        "spec": "spec",
+        "n_gpus": "count",
+        "precision": "choice",
         "utilisation": "frac_open",
-        "n_devices": "count",
-        "dtype": "choice",
-        "assumptions": [42],
-    },
-    "time_to_train_data_parallel": {
-        "job": [42],
-        "device": "spec",
-        "n_devices": "count",
-        "utilisation": "frac_open",
-        "steps": "count",
         "link": "link",
         "overlap": "frac",
-        "dtype": "choice",
-        "assumptions": [42],
+        "assumptions": [42, "one string", [42]],
     },
     "TimeToTrain": {
-        "device": "spec",
-        "n_devices": "count",
+        "job": [42],
+        "spec": [42, "T4"],
+        "n_gpus": "count",
+        "precision": "choice",
         "peak_flops": "pos",
         "utilisation": "frac_open",
-        "comm_fraction": "frac",
-        "link": "link",
+        "time_s": "nonneg",
+        "comm_share": "frac",
+        "overlap": "frac",
+        "assumptions": [42, "one string", [42]],
     },
-    "TrainingJob": {"flops": "pos"},
+    "TrainingJob": {"flops": "nonneg", "n_params": "pos", "steps": "count"},
+    "scaling_estimate": {
+        "model": [-1, "GPT-9", "ResNet-50", True, NAN],
+        "spec": "spec",
+        "n_gpus": "count",
+        "link": "link",
+        "tokens_per_gpu": "pos",
+        "precision": "choice",
+        "utilisation": "frac_open",
+        "overlap": "frac",
+    },
+    "ScalingEstimate": {"tokens_per_gpu": "pos", "prediction": [42]},
     "plot_extrapolation": {
         "measured": [{"here": NAN}, {"here": -1.0}, 42],
         "predictions": [{"A100": INF}, {"A100": "1"}, 42],
@@ -620,36 +688,16 @@ KINDS: dict[str, dict] = {
     "memory_report": {"estimate": [42], "headroom": "frac_open"},
     "run_bench": {"notes": "text"},
     "validate_report": {"report": [42, "x", {}]},
-    "roofline_explorer": {"device": "spec", "intensity": "pos"},
+    "roofline_explorer": {"spec": "spec", "intensity": "pos"},
     "scaling_calculator": {
         "n_params": "pos",
-        "gpu": "spec",
-        "p": "count",
+        "spec": "spec",
+        "n_gpus": "count",
         "link": "link",
         "tokens_per_gpu": "pos",
-        "mfu": "frac_open",
+        "precision": "choice",
+        "utilisation": "frac_open",
         "overlap": "frac",
-    },
-    "scaling_estimate": {
-        "n_params": "pos",
-        "gpu": "spec",
-        "p": "count",
-        "link": "link",
-        "tokens_per_gpu": "pos",
-        "mfu": "frac_open",
-        "grad_bytes_per_param": "pos",
-        "overlap": "frac",
-    },
-    "ScalingEstimate": {
-        "n_params": "pos",
-        "gpu": "spec",
-        "p": "count",
-        "link": "link",
-        "tokens_per_gpu": "pos",
-        "mfu": "frac_open",
-        "grad_bytes_per_param": "pos",
-        "overlap": "frac",
-        "step": [42],
     },
     "DeviceSpec": {
         "year": "count",
@@ -669,11 +717,14 @@ KINDS: dict[str, dict] = {
         "accumulation_steps": "count",
         "max_steps": "count",
         "device": "device",
-        "amp_dtype": ["fp64", 42],
+        "precision": ["fp64", 42],
+        "warmup_steps": "count0",
         "optimizer": [42],
         "batches": [42],
     },
-    "TrainStats": {"seconds": "nonneg", "losses": "seq"},
+    # NaN, infinite and negative losses are valid records (a diverging run, a negative
+    # log-likelihood), so only the type of the list and its elements is checked.
+    "TrainStats": {"time_s": "nonneg", "losses": [[True, 0.5], ["8", 0.5], [None], 8, "8"]},
 }
 
 
@@ -734,7 +785,7 @@ def _params(name: str) -> dict[str, object]:
 
 def _cases() -> list:
     cases = []
-    for name in sorted(_callables(), key=str.lower):
+    for name in sorted(_callables(), key=lambda n: (n.lower(), n)):
         if name in EXCLUDED or name not in BASELINES:
             continue
         for param, kind in _params(name).items():
@@ -836,7 +887,9 @@ def test_every_public_callable_has_a_valid_call():
         assert not unknown, f"KINDS[{name!r}] names parameters it does not have: {unknown}"
 
 
-@pytest.mark.parametrize("name", sorted(set(BASELINES) - set(BASELINE_NOT_RUN), key=str.lower))
+@pytest.mark.parametrize(
+    "name", sorted(set(BASELINES) - set(BASELINE_NOT_RUN), key=lambda n: (n.lower(), n))
+)
 def test_the_valid_call_works(name):
     """Each valid call runs: the bad-value tests change exactly one thing about it."""
     if name not in _callables():

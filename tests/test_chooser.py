@@ -16,7 +16,7 @@ def test_named_models_carry_their_published_sizes_and_sources():
     assert gl.get_model("gpt-3 175b").layers == 96
     for model in gl.NAMED_MODELS.values():
         assert "http" in model.source and model.cite
-    with pytest.raises(ValueError, match=r"model='BERT-huge' is not a named model; use one of"):
+    with pytest.raises(ValueError, match=r"name='BERT-huge' is not a named model; use one of"):
         gl.get_model("BERT-huge")
 
 
