@@ -6,7 +6,17 @@ import sys
 
 def test_ruff_is_clean(root):
     proc = subprocess.run(
-        [sys.executable, "-m", "ruff", "check", "gpulab", "tests", "notebooks", "course.py"],
+        [
+            sys.executable,
+            "-m",
+            "ruff",
+            "check",
+            "gpulab",
+            "tests",
+            "notebooks",
+            "course.py",
+            "conftest.py",
+        ],
         cwd=root,
         capture_output=True,
         text=True,
