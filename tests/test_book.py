@@ -5,6 +5,8 @@ import re
 import pytest
 import yaml
 
+from gpulab.course.labs import is_published
+
 pytestmark = pytest.mark.book
 
 
@@ -40,12 +42,19 @@ def test_lab_page_shows_recorded_outputs_not_a_rebuild(book_build, root):
 
 def test_colab_button_uses_the_repository_setting(book_build, root):
     repo = yaml.safe_load((root / "_config.yml").read_text())["repository"]
+    html = (book_build.html / "notebooks" / "gpu_basics_lab.html").read_text()
+    if not is_published(repo["url"]):
+        # An unpublished copy: no page may send a reader to Colab, and the build says why.
+        for page in book_build.html.rglob("*.html"):
+            assert "colab.research.google.com" not in page.read_text(), page
+        log = re.sub(r"\x1b\[[0-9;]*m", "", book_build.log)  # colour codes, if any
+        assert "NOT PUBLISHED: repository.url in _config.yml is still the placeholder" in log
+        return
     owner_repo = repo["url"].removeprefix("https://github.com/")
     expected = (
         f"https://colab.research.google.com/github/{owner_repo}/blob/{repo['branch']}"
         "/notebooks/gpu_basics_lab.ipynb"
     )
-    html = (book_build.html / "notebooks" / "gpu_basics_lab.html").read_text()
     assert expected in html
 
 

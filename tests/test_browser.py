@@ -13,7 +13,8 @@ checks below show what a reader without network (or behind a firewall) gets:
 * each widget view recorded in a lab's outputs is on its page and renders (the check is shown
   to work, and to fail when it should, on two small fixture pages);
 * there are no uncaught JavaScript errors and no errors in the console;
-* lab pages have a well-formed "Open in Colab" link to a notebook that exists in the repository;
+* lab pages have a well-formed "Open in Colab" link to a notebook that exists in the repository
+  (and no page has one while ``repository.url`` is the placeholder: nothing to open yet);
 * sphinx-exercise solutions are collapsed until the reader clicks their toggle.
 
 A summary of what each page loaded goes to ``test-artifacts/browser-report.json``. When a check
@@ -44,6 +45,8 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 import yaml
+
+from gpulab.course.labs import is_published
 
 pytestmark = pytest.mark.browser
 
@@ -162,6 +165,11 @@ def discover_pages(html: Path, root: Path) -> list[BookPage]:
         elif folder == "notebooks" and (root / "notebooks" / f"{stem}.ipynb").is_file():
             pages.append(BookPage(rel, root / "notebooks" / f"{stem}.ipynb", is_lab=True))
     return pages
+
+
+def _published(root: Path) -> bool:
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    return is_published(str((config.get("repository") or {}).get("url", "")))
 
 
 def expected_colab_prefix(root: Path) -> str:
@@ -802,6 +810,14 @@ def test_lab_pages_have_colab_link(
     labs = [p for p in pages if p.is_lab]
     if not labs:
         pytest.skip("no lab page (notebooks/*.ipynb) in the build")
+    if not _published(root):
+        linked = {r.rel: r.colab_links for r in reports.values() if r.colab_links}
+        _fail_if(
+            [f"{rel}: {links}" for rel, links in sorted(linked.items())],
+            "pages with a Colab link although repository.url is the placeholder",
+            screenshots,
+        )
+        return
     prefix = expected_colab_prefix(root)
     problems = []
     for lab in labs:

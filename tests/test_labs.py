@@ -7,7 +7,11 @@ import pytest
 import yaml
 
 from gpulab import course
-from gpulab.course.labs import setup_cell_source, stamp_setup_cells
+from gpulab.course.labs import (
+    PLACEHOLDER_REPOSITORY_URL,
+    setup_cell_source,
+    stamp_setup_cells,
+)
 
 LAB_GLOB = "notebooks/*.ipynb"
 
@@ -43,6 +47,62 @@ def test_setup_cell_does_not_touch_torch_or_cupy():
     assert "cupy" not in source.lower().split("%pip")[1].splitlines()[0]
     with pytest.raises(ValueError, match="repo_url='git@github.com:x/y'"):
         setup_cell_source("git@github.com:x/y")
+
+
+def _run_without_gpulab(setup_source: str) -> nbformat.NotebookNode:
+    """Run a setup cell, then one more cell, in a kernel where ``import gpulab`` fails.
+
+    ``%pip`` is replaced by a magic that only prints its arguments, so nothing is installed
+    and no network is needed: the install "fails" as it would for a wrong URL.
+    """
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
+    hide_gpulab = "\n".join(
+        [
+            "import sys",
+            "from IPython.core.magic import register_line_magic",
+            'sys.modules["gpulab"] = None  # import gpulab now raises ImportError',
+            "",
+            "@register_line_magic",
+            "def pip(line):",
+            "    print('pip', line)",
+        ]
+    )
+    nb = nbformat.v4.new_notebook()
+    nb.cells = [
+        nbformat.v4.new_code_cell(hide_gpulab),
+        nbformat.v4.new_code_cell(setup_source),
+        nbformat.v4.new_code_cell("print(gl)"),
+    ]
+    with pytest.raises(CellExecutionError):  # "Run all" stops at the setup cell
+        NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+    assert nb.cells[2].outputs == [], "the cell after the failed setup cell ran"
+    return nb
+
+
+@pytest.mark.parametrize("published", [True, False])
+def test_setup_cell_stops_with_one_sentence_when_gpulab_cannot_be_installed(published):
+    url = "https://github.com/example/course" if published else PLACEHOLDER_REPOSITORY_URL
+    nb = _run_without_gpulab(setup_cell_source(url))
+    outputs = nb.cells[1].outputs
+    errors = [o for o in outputs if o.output_type == "error"]
+    assert len(errors) == 1 and errors[0].ename == "GpulabSetupError"
+    (line,) = errors[0].traceback  # the sentence alone, no traceback above it
+    assert line == f"GpulabSetupError: {errors[0].evalue}"
+    printed = "".join(o.get("text", "") for o in outputs if o.output_type == "stream")
+    if published:
+        assert (
+            printed
+            == 'pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"\n'
+        )
+        assert errors[0].evalue.startswith(
+            "Installing gpulab from https://github.com/example/course (branch main) failed: "
+        )
+    else:  # nothing to install from: no pip at all
+        assert printed == ""
+        assert "not published yet (its repository URL is a placeholder)" in errors[0].evalue
+    assert errors[0].evalue.count(". ") == 0 and errors[0].evalue.endswith(".")  # one sentence
 
 
 def test_outputs_are_committed_with_provenance(root):

@@ -14,12 +14,21 @@ guide (``book/workshop.md``) shows it under the lab.
 from __future__ import annotations
 
 import json
+import textwrap
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulab.units import format_duration
 
-__all__ = ["LabInfo", "list_labs", "lab_table", "setup_cell_source", "stamp_setup_cells"]
+__all__ = [
+    "PLACEHOLDER_REPOSITORY_URL",
+    "LabInfo",
+    "is_published",
+    "lab_table",
+    "list_labs",
+    "setup_cell_source",
+    "stamp_setup_cells",
+]
 
 SETUP_TAG = "setup"
 PROVENANCE_TAG = "provenance"
@@ -101,28 +110,75 @@ def lab_table(folder: str | Path = "notebooks", link_prefix: str = "") -> str:
     return "\n".join(rows)
 
 
+PLACEHOLDER_REPOSITORY_URL = "https://github.com/gpulab-course/gpulab"
+"""``repository.url`` in ``_config.yml`` until the course is published at a real address."""
+
+
+def is_published(repo_url: str) -> bool:
+    """Whether ``repo_url`` is a real repository address rather than the placeholder.
+
+    >>> is_published(PLACEHOLDER_REPOSITORY_URL), is_published(PLACEHOLDER_REPOSITORY_URL + "/")
+    (False, False)
+    >>> is_published("https://github.com/someone/gpu-course")
+    True
+    """
+    return repo_url.strip().rstrip("/").removesuffix(".git") != PLACEHOLDER_REPOSITORY_URL
+
+
 def setup_cell_source(repo_url: str, branch: str = "main") -> str:
     """The first code cell of every lab: install gpulab only where it is missing.
 
     On Colab this installs gpulab from the course repository with pip; pip keeps the torch
     and CuPy Colab already has because gpulab does not pin them. Where gpulab is already
-    installed (a local checkout, CI) the cell installs nothing.
+    installed (a local checkout, CI) the cell only imports it and calls ``setup_lab()``.
+    Where gpulab cannot be installed (the install failed, or ``repo_url`` is still the
+    placeholder, so there is nothing to install from) the cell raises ``GpulabSetupError``
+    with one sentence saying what went wrong and what to do; "Run all" stops there instead
+    of failing in every later cell. ``_render_traceback_`` makes IPython show that sentence
+    alone, not a traceback.
     """
     if not repo_url.startswith("https://"):
         raise ValueError(f"repo_url={repo_url!r} must be an https:// repository URL")
-    spec = f"gpulab @ git+{repo_url.rstrip('/')}.git@{branch}"
-    return "\n".join(
-        [
-            "# Install gpulab if it is missing (Colab); torch and CuPy are left alone.",
+    url = repo_url.rstrip("/")
+    if is_published(url):
+        problem = (
+            f"Installing gpulab from {url} (branch {branch}) failed: check the pip messages "
+            "above and that the repository is public, then run this cell again."
+        )
+        on_missing = [
+            f'%pip install --quiet "gpulab @ git+{url}.git@{branch}"',
             "try:",
             "    import gpulab as gl",
             "except ImportError:",
-            f'    %pip install --quiet "{spec}"',
+            *("    " + line for line in _raise_setup_error(problem)),
+        ]
+    else:  # nothing to install from: say so rather than try
+        on_missing = _raise_setup_error(
+            "gpulab is not installed here and this copy of the course is not published yet "
+            "(its repository URL is a placeholder): open this lab from the published course, "
+            "or install gpulab yourself with pip, then run this cell again."
+        )
+    return "\n".join(
+        [
+            "# Install gpulab if it is missing (Colab); torch and CuPy are left alone.",
+            "class GpulabSetupError(Exception):",
+            "    def _render_traceback_(self):  # IPython shows just this line, no traceback",
+            '        return [f"GpulabSetupError: {self}"]',
+            "",
+            "",
+            "try:",
             "    import gpulab as gl",
+            "except ImportError:",
+            *("    " + line for line in on_missing),
             "",
             "info = gl.setup_lab()",
         ]
     )
+
+
+def _raise_setup_error(sentence: str) -> list[str]:
+    chunks = textwrap.wrap(sentence, 70, drop_whitespace=False)
+    return ["raise GpulabSetupError(", *(f"    {json.dumps(c)}" for c in chunks), ") from None"]
 
 
 def _repository(config_path: Path) -> tuple[str, str]:
