@@ -103,8 +103,7 @@ class DistPlan:
             import torch
 
             return min(
-                int(torch.cuda.get_device_properties(i).total_memory)
-                for i in range(self.nproc)
+                int(torch.cuda.get_device_properties(i).total_memory) for i in range(self.nproc)
             )
         return host_memory_bytes() // self.nproc
 
@@ -459,7 +458,8 @@ def torchrun(
         message = (
             f"{name} did not finish within timeout_s={timeout_s:g} s, so all {nproc} processes "
             f"were stopped. The job is slow or stuck: too much work for this device and "
-            f"timeout_s, or a rank waiting in a collective that another rank never reaches. Last output: {_tail(stdout)}"
+            f"timeout_s, or a rank waiting in a collective that another rank never reaches. "
+            f"Last output: {_tail(stdout)}"
         )
     elif returncode == 0:
         message = f"{name}: {nproc} processes finished in {format_duration(elapsed)}."
