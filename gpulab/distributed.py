@@ -28,13 +28,14 @@ from pathlib import Path
 
 from gpulab._checks import (
     choice,
+    fraction,
     non_negative_int,
     non_negative_number,
     positive_int,
     positive_number,
 )
 from gpulab._checks import path as check_path
-from gpulab.units import format_duration
+from gpulab.units import format_bytes, format_duration
 
 __all__ = ["DistPlan", "LaunchResult", "dist_plan", "launch_env", "torchrun"]
 
@@ -67,13 +68,100 @@ class DistPlan:
         if not isinstance(self.reason, str):
             raise ValueError(f"reason={self.reason!r} must be a str")
 
+    @property
+    def env(self) -> dict[str, str]:
+        """Environment for a job of this plan: ``GPULAB_DIST_DEVICE`` names the device.
+
+        A script reads it to put every rank on the plan's device, so a 1-rank baseline and
+        an N-rank run compare the same device (on one GPU both run on the CPU).
+
+        >>> import gpulab as gl
+        >>> gl.dist_plan(n_gpus=1).env
+        {'GPULAB_DIST_DEVICE': 'cpu'}
+        """
+        return {DEVICE_ENV: self.device}
+
+    def scale(self, cpu, gpu):
+        """``gpu`` when the plan runs on CUDA GPUs, else ``cpu`` (a size for this plan's jobs).
+
+        Unlike :func:`gpulab.scale`, which looks at the device of the notebook, this follows
+        the plan: on a machine with one GPU the ranks are CPU processes, so CPU sizes.
+
+        >>> import gpulab as gl
+        >>> gl.dist_plan(n_gpus=1).scale(cpu=512, gpu=4096), gl.dist_plan(n_gpus=2).scale(1, 8)
+        (512, 8)
+        """
+        return gpu if self.device == "cuda" else cpu
+
+    def memory_bytes(self) -> int:
+        """Memory one rank of this plan may use, in bytes.
+
+        On CUDA, the smallest GPU's total memory (each rank has a GPU of its own); on the
+        CPU, the host's physical memory shared by the ``nproc`` processes.
+        """
+        if self.device == "cuda":
+            import torch
+
+            return min(
+                int(torch.cuda.get_device_properties(i).total_memory) for i in range(self.nproc)
+            )
+        return host_memory_bytes() // self.nproc
+
+    def fit_width(
+        self, width: int, layers: int, *, bytes_per_param: float = 20.0, share: float = 0.5
+    ) -> int:
+        """The largest of ``width``, ``width/2``, ``width/4``, ... whose model fits a rank.
+
+        The model is ``layers`` square linear layers (``width * (width + 1)`` parameters
+        each) and every parameter costs ``bytes_per_param`` bytes on one rank (20 for fp32
+        training with Adam under DDP: weights, gradients, gradient buckets, two moments).
+        It fits when that is at most ``share`` of :meth:`memory_bytes`, leaving the rest for
+        activations, the framework and (on the CPU) everything else.
+
+        Raises
+        ------
+        ValueError
+            If not even a width of 8 fits, or for a bad argument.
+        """
+        width = positive_int("width", width)
+        layers = positive_int("layers", layers)
+        bytes_per_param = positive_number("bytes_per_param", bytes_per_param)
+        share = fraction("share", share, allow_zero=False, allow_one=True)
+        budget = share * self.memory_bytes()
+        while layers * width * (width + 1) * bytes_per_param > budget:
+            if width <= 8:
+                raise ValueError(
+                    f"width=8 with layers={layers} does not fit in {format_bytes(budget)} "
+                    f"per rank; use fewer layers"
+                )
+            width //= 2
+        return width
+
+
+#: The environment variable that tells a job's ranks which device the plan chose.
+DEVICE_ENV = "GPULAB_DIST_DEVICE"
+
+
+def host_memory_bytes() -> int:
+    """Physical memory of this machine in bytes (``/proc/meminfo``'s MemTotal, or sysconf)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                return int(line.split()[1]) * 1024  # the kernel reports kB (KiB)
+    except (OSError, ValueError, IndexError):
+        pass
+    return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+
 
 def dist_plan(n_gpus: int | None = None) -> DistPlan:
     """Choose the backend and the number of processes from the hardware present.
 
     One process per GPU with NCCL where there are at least two CUDA GPUs; otherwise two
     CPU processes with gloo (NCCL needs a GPU of its own for every rank, so a single GPU
-    cannot host two NCCL ranks).
+    cannot host two NCCL ranks). The plan holds for every run of a comparison: with one GPU
+    the 1-rank baseline runs on the CPU too (pass :attr:`DistPlan.env` to the job), and
+    problem sizes follow the plan's device (:meth:`DistPlan.scale`,
+    :meth:`DistPlan.fit_width`), not the notebook's.
 
     Parameters
     ----------
@@ -99,7 +187,13 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
     if n_gpus >= 2:
         return DistPlan("nccl", n_gpus, "cuda", f"{n_gpus} CUDA GPUs: one NCCL rank each.")
     why = "One GPU cannot host two NCCL ranks" if n_gpus == 1 else "No CUDA GPU"
-    return DistPlan("gloo", 2, "cpu", f"{why}: two CPU processes with gloo.")
+    return DistPlan(
+        "gloo",
+        2,
+        "cpu",
+        f"{why}: CPU processes with gloo for every run (baselines included), "
+        "so runs compare the same device.",
+    )
 
 
 def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
@@ -363,8 +457,9 @@ def torchrun(
     if timed_out:
         message = (
             f"{name} did not finish within timeout_s={timeout_s:g} s, so all {nproc} processes "
-            f"were stopped. A rank is probably stuck: waiting in a collective that another "
-            f"rank never reaches, or in an endless loop. Last output: {_tail(stdout)}"
+            f"were stopped. The job is slow or stuck: too much work for this device and "
+            f"timeout_s, or a rank waiting in a collective that another rank never reaches. "
+            f"Last output: {_tail(stdout)}"
         )
     elif returncode == 0:
         message = f"{name}: {nproc} processes finished in {format_duration(elapsed)}."

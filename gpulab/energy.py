@@ -237,8 +237,11 @@ class EnergyMeter:
         nvml=None,
         interval_s: float = 0.05,
         verbose: bool = True,
+        warmup=None,
     ):
         interval_s = positive_number("interval_s", interval_s)
+        if warmup is not None and not callable(warmup):
+            raise ValueError(f"warmup={warmup!r} must be a callable taking no arguments, or None")
         if cores is not None:
             positive_int("cores", cores)
         if not isinstance(verbose, bool):
@@ -251,6 +254,7 @@ class EnergyMeter:
         self._nvml = nvml
         self._interval_s = interval_s
         self._verbose = verbose
+        self._warmup = warmup
         self.method = ""
         self.device_name = ""
         self.assumptions: tuple[str, ...] = ()
@@ -379,7 +383,7 @@ class EnergyMeter:
         Raises ValueError asking for ``spec=`` when the exact part is not in the registry:
         a sibling's rated power (an SXM module's for a PCIe card) would be a wrong estimate.
         """
-        from gpulab.specs import _match_driver_name
+        from gpulab.specs import _match_driver_name, find_spec
 
         try:
             import torch
@@ -391,8 +395,9 @@ class EnergyMeter:
                 f"({type(exc).__name__}: {exc}); pass spec= with the registry name of this "
                 "device (see python -m gpulab specs)"
             ) from None
-        spec, why = _match_driver_name(name)
+        spec = find_spec(name)
         if spec is None:
+            _, why = _match_driver_name(name)  # only for the sentence: why there is no match
             raise ValueError(
                 f"CUDA GPU {self._index}: no energy counter and no rated power known for "
                 f"{name!r} ({why}); pass spec= with the registry name of this device "
@@ -406,6 +411,11 @@ class EnergyMeter:
 
         kind, index = self._device_kind()
         self._index = index
+        # Outside the measurement: the warm-up (CUDA context, first-kernel loading, caches),
+        # then a synchronization, so the first reading comes after every queued kernel ended.
+        if self._warmup is not None:
+            self._warmup()
+        synchronize()
         if kind == "cuda":
             if not self._try_nvml(index):
                 self._use_estimate(kind)
@@ -415,7 +425,6 @@ class EnergyMeter:
                 "the course can read",
             )
             self._use_estimate(kind)
-        synchronize()
         self._t0 = time.perf_counter()
         if self.method == "nvml-power-sampling":
             self._stop.clear()
@@ -474,6 +483,7 @@ def measure_energy(
     nvml=None,
     interval_s: float = 0.05,
     verbose: bool = True,
+    warmup=None,
 ) -> EnergyMeter:
     """Measure the energy a block of code uses, or estimate it where nothing can be measured.
 
@@ -497,6 +507,11 @@ def measure_energy(
         Seconds between power samples when the GPU has no energy counter.
     verbose : bool
         Print why a measurement was not possible and what an estimate assumes.
+    warmup : callable, optional
+        Called with no arguments on entry, before anything is read and not measured: run
+        the job once (or a few steps of it) here, so that creating the CUDA context and
+        loading the first kernels are not counted. Then the device is synchronized, and
+        only then is the energy counter first read.
 
     Returns
     -------
@@ -512,5 +527,11 @@ def measure_energy(
     ('estimate-tdp', True, 12.5)
     """
     return EnergyMeter(
-        device, spec=spec, cores=cores, nvml=nvml, interval_s=interval_s, verbose=verbose
+        device,
+        spec=spec,
+        cores=cores,
+        nvml=nvml,
+        interval_s=interval_s,
+        verbose=verbose,
+        warmup=warmup,
     )

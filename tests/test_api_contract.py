@@ -550,6 +550,7 @@ KINDS: dict[str, dict] = {
         "cores": "count",
         "interval_s": "pos",
         "nvml": None,
+        "warmup": None,
     },
     "measure_energy": {
         "device": "device",
@@ -557,6 +558,7 @@ KINDS: dict[str, dict] = {
         "cores": "count",
         "interval_s": "pos",
         "nvml": None,
+        "warmup": None,
     },
     "PowerAssumption": {"watts": "pos"},
     "chooser_widget": {

@@ -194,3 +194,53 @@ def test_other_bad_arguments_are_refused_before_anything_starts(
 def test_dist_plan_refuses_a_gpu_count_that_is_not_a_count(bad):
     with pytest.raises(ValueError, match="n_gpus="):
         gl.dist_plan(n_gpus=bad)
+
+
+def test_one_gpu_puts_every_run_of_a_comparison_on_the_same_device(fake_gpu):
+    fake_gpu("T4", n_gpus=1)
+    plan = gl.dist_plan()
+    assert (plan.device, plan.backend) == ("cpu", "gloo")
+    # The 1-rank baseline and the N-rank run get the same device, and sizes follow it.
+    assert plan.env == {"GPULAB_DIST_DEVICE": "cpu"}
+    assert plan.scale(cpu=512, gpu=4096) == 512
+
+
+def test_two_gpus_put_every_rank_on_a_gpu(fake_gpu):
+    fake_gpu("T4", n_gpus=2)
+    plan = gl.dist_plan()
+    assert (plan.device, plan.backend, plan.nproc) == ("cuda", "nccl", 2)
+    assert plan.env == {"GPULAB_DIST_DEVICE": "cuda"}
+    assert plan.scale(cpu=512, gpu=4096) == 4096
+
+
+def _fits(width, layers, memory, bytes_per_param=20, share=0.5):
+    return layers * width * (width + 1) * bytes_per_param <= share * memory
+
+
+@pytest.mark.parametrize("name", ["T4", "A100", "H100"])
+def test_fsdp_width_fits_each_gpus_memory(fake_gpu, name):
+    gpu = fake_gpu(name, n_gpus=2)
+    plan = gl.dist_plan()
+    assert plan.memory_bytes() == gpu.total_memory
+    width = plan.fit_width(8192, 16)
+    assert _fits(width, 16, gpu.total_memory)
+    assert width == 8192 or not _fits(2 * width, 16, gpu.total_memory)  # the largest that fits
+    if name == "T4":  # 1.07e9 parameters need ~21 GB: more than a 16 GB T4 holds
+        assert width == 4096
+
+
+def test_cpu_ranks_share_the_hosts_memory(fake_gpu, monkeypatch):
+    fake_gpu("A100", n_gpus=1)  # one GPU: the ranks run on the CPU, sized by host RAM
+    monkeypatch.setattr("gpulab.distributed.host_memory_bytes", lambda: int(12.7e9))  # Colab
+    plan = gl.dist_plan()
+    assert plan.memory_bytes() == int(12.7e9) // 2
+    width = plan.fit_width(8192, 16)
+    assert width == 2048 and _fits(width, 16, 12.7e9 / 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        plan.fit_width(64, 10**9)
+
+
+def test_host_memory_is_read_from_the_system():
+    from gpulab.distributed import host_memory_bytes
+
+    assert host_memory_bytes() > 2**27  # a real machine has more than 128 MiB

@@ -209,3 +209,32 @@ def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="cores=2.0 must be a positive integer"):
         gl.measure_energy("cpu", cores=2.0)
     assert gl.ENERGY_METHODS == ("nvml-energy-counter", "nvml-power-sampling", "estimate-tdp")
+
+
+def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
+    """The order on entry: the warm-up, a synchronization, and only then the counter."""
+    events = []
+    clock = iter([10.0, 14.0])  # a fake clock: the block starts at 10 s and ends at 14 s
+    monkeypatch.setattr("gpulab.energy.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("gpulab.bench.synchronize", lambda *a, **k: events.append("sync"))
+
+    class OrderedNvml(FakeNvml):
+        def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+            events.append("read")
+            return super().nvmlDeviceGetTotalEnergyConsumption(handle)
+
+    fake = OrderedNvml(counter=[5_000_000, 5_800_000])  # mJ
+    meter = gl.measure_energy(
+        "cuda", nvml=fake, verbose=False, warmup=lambda: events.append("warm-up")
+    )
+    assert events == []  # nothing happens before the block is entered
+    with meter as m:
+        events.append("job")
+    assert events == ["warm-up", "sync", "read", "job", "sync", "read"]
+    assert m.time_s == 4.0 and m.joules == pytest.approx(800.0)  # the warm-up is not counted
+    assert m.average_watts == pytest.approx(200.0)
+
+
+def test_a_warmup_that_is_not_callable_is_refused():
+    with pytest.raises(ValueError, match="warmup=3 must be a callable"):
+        gl.measure_energy("cpu", warmup=3)
