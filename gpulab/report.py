@@ -24,6 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 
 from gpulab._checks import text
+from gpulab.precision import tf32
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -223,12 +224,8 @@ def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[lis
             continue
         a = torch.randn(n, n, device=device, dtype=getattr(torch, _TORCH_DTYPES[dtype]))
         b = torch.randn_like(a)
-        previous = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-        try:
+        with tf32(dtype == "tf32"):
             result = bench(lambda a=a, b=b: a @ b, f"matmul {dtype}")
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = previous
         entries.append(_entry("matmul", result, 2 * n**3, {"n": n}, dtype))
     return entries, skipped
 
