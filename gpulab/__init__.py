@@ -169,6 +169,8 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "TRAINING_PRECISIONS",
         "compute_bytes",
         "peak_precision",
+        "supported_precisions",
+        "tf32",
     ),
     "provenance": (
         "provenance",

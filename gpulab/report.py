@@ -24,6 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 
 from gpulab._checks import text
+from gpulab.precision import supported_precisions, tf32
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -165,22 +166,6 @@ def _entry(name: str, result, work: float, params: dict, dtype: str | None = Non
     }
 
 
-def _cuda_support(capability: tuple[int, int]) -> dict[str, str | None]:
-    """For each dtype, None when a CUDA GPU of this compute capability runs it in hardware.
-
-    TF32 and BF16 Tensor Cores came with Ampere (compute capability 8.0). On older GPUs
-    torch still accepts BF16 (``torch.cuda.is_bf16_supported()`` counts emulation), but a
-    measurement would time the emulation, not the hardware, so it is skipped with the reason.
-    """
-    major, minor = capability
-    support: dict[str, str | None] = {"fp32": None, "bf16": None, "fp16": None, "tf32": None}
-    if major < 8:
-        needs = f"needs compute capability 8.0 or later (this GPU: {major}.{minor})"
-        support["tf32"] = f"TF32 Tensor Cores: {needs}"
-        support["bf16"] = f"BF16 Tensor Cores: {needs}; torch would only emulate BF16"
-    return support
-
-
 def _dtype_support(torch, device, *, probe: bool = True) -> dict[str, str | None]:
     """For each dtype, None when it can be measured here, else the reason it cannot.
 
@@ -188,7 +173,13 @@ def _dtype_support(torch, device, *, probe: bool = True) -> dict[str, str | None
     not tell (a build without a kernel for it).
     """
     if device.type == "cuda":
-        support = _cuda_support(tuple(torch.cuda.get_device_capability(device)))
+        # Below compute capability 8.0 TF32 does not exist and BF16 is only emulated: a
+        # measurement would time FP32 or the emulation, not the hardware, so both are skipped
+        # with the reason. FP16 is timed on every GPU (below 7.0 on the ordinary lanes).
+        native = supported_precisions(device)
+        support = {d: native[d] for d in ("fp32", "bf16", "tf32")}
+        support["fp16"] = None
+        support = {d: support[d] for d in ("fp32", "bf16", "fp16", "tf32")}
     else:
         support = {"fp32": None, "bf16": None, "fp16": None}
     for dtype, reason in support.items():
@@ -223,12 +214,8 @@ def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[lis
             continue
         a = torch.randn(n, n, device=device, dtype=getattr(torch, _TORCH_DTYPES[dtype]))
         b = torch.randn_like(a)
-        previous = torch.backends.cuda.matmul.allow_tf32
-        torch.backends.cuda.matmul.allow_tf32 = dtype == "tf32"
-        try:
+        with tf32(dtype == "tf32"):
             result = bench(lambda a=a, b=b: a @ b, f"matmul {dtype}")
-        finally:
-            torch.backends.cuda.matmul.allow_tf32 = previous
         entries.append(_entry("matmul", result, 2 * n**3, {"n": n}, dtype))
     return entries, skipped
 

@@ -25,7 +25,7 @@ from gpulab._checks import (
     positive_number,
     resolve_spec,
 )
-from gpulab.precision import PEAK_PRECISIONS
+from gpulab.precision import PEAK_PRECISIONS, tf32
 from gpulab.specs import DeviceSpec
 from gpulab.units import format_bytes, format_duration, format_rate
 
@@ -421,12 +421,8 @@ def measure_ceilings(
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
-    tf32_before = torch.backends.cuda.matmul.allow_tf32
-    torch.backends.cuda.matmul.allow_tf32 = precision == "tf32"
-    try:
+    with tf32(precision == "tf32"):
         mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time_s, label="matmul")
-    finally:
-        torch.backends.cuda.matmul.allow_tf32 = tf32_before
     peak = mm.flops_per_s(2 * matmul_n**3)
 
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else cpu_model()

@@ -212,6 +212,8 @@ BASELINES = {
     # ---- precision
     "compute_bytes": lambda: (("fp32",), {}),
     "peak_precision": lambda: (("amp_bf16",), {}),
+    "supported_precisions": lambda: ((), dict(device="cpu")),
+    "tf32": lambda: ((False,), {}),
     # ---- provenance
     "provenance": lambda: ((), dict(info=None)),
     "provenance_line": lambda: (

@@ -173,7 +173,7 @@ def test_precisions_measured_follow_the_compute_capability(fake_gpu, gpu, skippe
     if gpu == "T4":
         # torch would run BF16 on a T4 by emulation; the report does not time the emulation.
         assert torch.cuda.is_bf16_supported()
-        assert support["bf16"].startswith("BF16 Tensor Cores: needs compute capability 8.0")
+        assert support["bf16"].startswith("BF16 Tensor Cores need compute capability 8.0")
         assert "(this GPU: 7.5)" in support["tf32"]
 
 

@@ -1,0 +1,146 @@
+"""The TF32 switch and the per-device precision support (GPUs simulated, see fake_gpu.py)."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+import torch
+
+from gpulab.precision import supported_precisions, tf32
+
+
+def _new_api(monkeypatch, matmul="none", conv="tf32"):
+    """torch.backends with the current ``fp32_precision`` settings."""
+    matmul_ns = types.SimpleNamespace(fp32_precision=matmul)
+    cudnn_ns = types.SimpleNamespace(conv=types.SimpleNamespace(fp32_precision=conv))
+    monkeypatch.setattr(torch.backends.cuda, "matmul", matmul_ns)
+    monkeypatch.setattr(torch.backends, "cudnn", cudnn_ns)
+    return matmul_ns, cudnn_ns.conv
+
+
+def _old_api(monkeypatch, matmul=False, cudnn=True):
+    """torch.backends as older PyTorch had it: only the ``allow_tf32`` flags."""
+    matmul_ns = types.SimpleNamespace(allow_tf32=matmul)
+    cudnn_ns = types.SimpleNamespace(allow_tf32=cudnn)
+    monkeypatch.setattr(torch.backends.cuda, "matmul", matmul_ns)
+    monkeypatch.setattr(torch.backends, "cudnn", cudnn_ns)
+    return matmul_ns, cudnn_ns
+
+
+@pytest.mark.parametrize("enabled, want", [(True, "tf32"), (False, "ieee")])
+def test_new_api_is_set_inside_and_restored_after(monkeypatch, enabled, want):
+    matmul, conv = _new_api(monkeypatch, matmul="none", conv="tf32")
+    with tf32(enabled):
+        assert (matmul.fp32_precision, conv.fp32_precision) == (want, want)
+    assert (matmul.fp32_precision, conv.fp32_precision) == ("none", "tf32")
+
+
+@pytest.mark.parametrize("enabled", [True, False])
+def test_old_api_is_set_inside_and_restored_after(monkeypatch, enabled):
+    matmul, cudnn = _old_api(monkeypatch, matmul=not enabled, cudnn=not enabled)
+    with tf32(enabled):
+        assert (matmul.allow_tf32, cudnn.allow_tf32) == (enabled, enabled)
+    assert (matmul.allow_tf32, cudnn.allow_tf32) == (not enabled, not enabled)
+
+
+def test_new_api_never_touches_the_old_flags(monkeypatch):
+    # Once fp32_precision was set, reading allow_tf32 raises in current PyTorch.
+    class Matmul:
+        fp32_precision = "ieee"
+
+        @property
+        def allow_tf32(self):
+            raise RuntimeError("mixed TF32 APIs")
+
+    matmul = Matmul()
+    monkeypatch.setattr(torch.backends.cuda, "matmul", matmul)
+    monkeypatch.setattr(
+        torch.backends,
+        "cudnn",
+        types.SimpleNamespace(conv=types.SimpleNamespace(fp32_precision="ieee")),
+    )
+    with tf32(True):
+        assert matmul.fp32_precision == "tf32"
+    assert matmul.fp32_precision == "ieee"
+
+
+@pytest.mark.parametrize("api", ["new", "old"])
+def test_restored_when_the_block_raises(monkeypatch, api):
+    if api == "new":
+        matmul, conv = _new_api(monkeypatch, matmul="ieee", conv="tf32")
+        state = lambda: (matmul.fp32_precision, conv.fp32_precision)  # noqa: E731
+    else:
+        matmul, cudnn = _old_api(monkeypatch, matmul=False, cudnn=True)
+        state = lambda: (matmul.allow_tf32, cudnn.allow_tf32)  # noqa: E731
+    before = state()
+    with pytest.raises(KeyError, match="inside"), tf32(api == "new"):
+        raise KeyError("inside")
+    assert state() == before
+
+
+def test_nested_switches_unwind_in_order(monkeypatch):
+    matmul, conv = _new_api(monkeypatch, matmul="none", conv="tf32")
+    with tf32(False):
+        with tf32(True):
+            assert matmul.fp32_precision == "tf32"
+        assert matmul.fp32_precision == "ieee"
+    assert (matmul.fp32_precision, conv.fp32_precision) == ("none", "tf32")
+
+
+@pytest.mark.parametrize("bad", [1, 0, "yes", None])
+def test_tf32_refuses_non_bools(bad):
+    with pytest.raises(ValueError, match="enabled="):
+        tf32(bad)
+
+
+def test_real_torch_is_left_as_it_was():
+    matmul = torch.backends.cuda.matmul
+    before = matmul.fp32_precision
+    with tf32(True):
+        assert matmul.fp32_precision == "tf32"
+        assert (torch.ones(3, 3) @ torch.ones(3, 3)).sum().item() == 27.0
+    assert matmul.fp32_precision == before
+
+
+def test_cpu_has_no_tf32_and_runs_the_rest():
+    support = supported_precisions("cpu")
+    assert set(support) == {"fp32", "tf32", "fp16", "bf16"}
+    assert "CPU has none" in support["tf32"]
+    assert [p for p, reason in support.items() if reason is None] == ["fp32", "fp16", "bf16"]
+
+
+def test_t4_has_no_tf32_and_no_bf16_tensor_cores(fake_gpu):
+    fake_gpu("T4")
+    support = supported_precisions("cuda")
+    assert support["fp32"] is None and support["fp16"] is None
+    assert "a tf32 matmul here is FP32" in support["tf32"] and "7.5" in support["tf32"]
+    assert "without Tensor Cores" in support["bf16"] and "7.5" in support["bf16"]
+
+
+@pytest.mark.parametrize("name", ["A100", "H100"])
+def test_ampere_and_later_run_everything_natively(fake_gpu, name):
+    fake_gpu(name)
+    assert supported_precisions("cuda:0") == dict.fromkeys(("fp32", "tf32", "fp16", "bf16"))
+    assert supported_precisions() == dict.fromkeys(("fp32", "tf32", "fp16", "bf16"))
+
+
+def test_pascal_runs_fp16_without_tensor_cores(fake_gpu):
+    from tests.fake_gpu import FakeGpu
+
+    fake_gpu(FakeGpu("Tesla P100-PCIE-16GB", (6, 0), 16 * 2**30, 56, "Tesla P100"))
+    support = supported_precisions("cuda")
+    assert "7.0 or later (this GPU: 6.0)" in support["fp16"]
+    assert support["tf32"] and support["bf16"] and support["fp32"] is None
+
+
+@pytest.mark.parametrize("bad", [42, "tpu", None.__class__])
+def test_supported_precisions_refuses_what_is_not_a_device(bad):
+    with pytest.raises(ValueError, match="device="):
+        supported_precisions(bad)
+
+
+def test_cuda_on_a_machine_without_one_is_refused(monkeypatch):
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        supported_precisions("cuda")
