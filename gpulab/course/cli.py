@@ -16,11 +16,21 @@ EXTRA_MODULES = ("nbformat", "nbclient", "yaml", "jsonschema")
 
 
 def _record(args: argparse.Namespace) -> int:
-    from gpulab.course.record import record_notebook
+    from gpulab.course.record import RecordingError, record_all, record_notebook
 
-    for path in args.notebooks:
-        rec = record_notebook(path, timeout=args.timeout)
-        print(f"recorded {path}: {rec['device']}, {rec['run_time_s']} s")
+    if args.all == bool(args.notebooks):
+        print("python -m gpulab record: name the labs to record, or give --all", file=sys.stderr)
+        return 2
+    try:
+        if args.all:
+            record_all(args.folder, timeout=args.timeout)
+            return 0
+        for path in args.notebooks:
+            rec = record_notebook(path, timeout=args.timeout)
+            print(f"recorded {path}: {rec['device']}, {rec['run_time_s']} s")
+    except RecordingError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     return 0
 
 
@@ -43,7 +53,13 @@ def _student(args: argparse.Namespace) -> int:
 def add_commands(sub) -> None:
     """Add the course commands to ``sub``, an argparse sub-parser collection."""
     record = sub.add_parser("record", help="(course) re-execute labs in place, with provenance")
-    record.add_argument("notebooks", nargs="+", type=Path)
+    record.add_argument("notebooks", nargs="*", type=Path)
+    record.add_argument(
+        "--all",
+        action="store_true",
+        help="every lab in --folder, then a bench report into results/; stops at a failure",
+    )
+    record.add_argument("--folder", type=Path, default=Path("notebooks"))
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")
     stamp = sub.add_parser("stamp", help="(course) rewrite the labs' setup cells from _config.yml")
     stamp.add_argument("--root", default=".", help="the course repository root")

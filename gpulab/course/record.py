@@ -9,6 +9,7 @@ and date, and stores the run time per device kind in the notebook's ``gpulab`` m
 from __future__ import annotations
 
 import os
+import re
 import sys
 import time
 from contextlib import contextmanager
@@ -17,7 +18,11 @@ from pathlib import Path
 from gpulab.course.labs import PROVENANCE_TAG
 from gpulab.provenance import provenance, provenance_line
 
-__all__ = ["record_notebook"]
+__all__ = ["RecordingError", "record_all", "record_notebook"]
+
+
+class RecordingError(RuntimeError):
+    """A lab failed while being recorded; the message names the lab and the cell."""
 
 
 @contextmanager
@@ -50,11 +55,13 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
     """
     import nbformat
     from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
     if path.suffix != ".ipynb" or not path.is_file():
         raise FileNotFoundError(f"path={str(path)!r} is not a notebook file (.ipynb)")
     nb = nbformat.read(path, as_version=4)
+    marked = _provenance_cells(nb, path)
     client = NotebookClient(
         nb,
         timeout=timeout,
@@ -64,18 +71,101 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
     )
     start = time.perf_counter()
     with _this_python_first_on_path():
-        client.execute()
+        try:
+            client.execute()
+        except CellExecutionError as exc:
+            index = _failed_cell(nb)
+            where = f"cell {index}" if index is not None else "a cell"
+            raise RecordingError(
+                f"{path}: {where} failed while recording ({exc.ename}: {exc.evalue}); "
+                "nothing was written to the notebook"
+            ) from None
     elapsed = time.perf_counter() - start
 
     record = provenance()
     record["run_time_s"] = round(elapsed, 1)
     text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
-    marked = [c for c in nb.cells if PROVENANCE_TAG in c.get("metadata", {}).get("tags", [])]
-    if len(marked) != 1:
-        raise ValueError(f"{path} needs exactly one markdown cell tagged {PROVENANCE_TAG!r}")
     marked[0].source = text
     meta = nb.metadata.setdefault("gpulab", {})
     meta.setdefault("run_time_s", {})[record["kind"]] = round(elapsed, 1)
     meta.setdefault("recorded", {})[record["kind"]] = record
     nbformat.write(nb, path)
     return record
+
+
+def _provenance_cells(nb, path: Path) -> list:
+    """The one cell tagged ``provenance``, checked before anything runs."""
+    marked = [c for c in nb.cells if PROVENANCE_TAG in c.get("metadata", {}).get("tags", [])]
+    if len(marked) != 1:
+        raise ValueError(f"{path} needs exactly one markdown cell tagged {PROVENANCE_TAG!r}")
+    return marked
+
+
+def _failed_cell(nb) -> int | None:
+    """Index of the first code cell whose outputs hold an error, as Jupyter numbers cells."""
+    for index, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and any(
+            o.get("output_type") == "error" for o in cell.get("outputs", [])
+        ):
+            return index
+    return None
+
+
+def _report_name(report: dict) -> str:
+    """``results/`` file name for a bench report: date, then the device in lowercase words."""
+    words = re.findall(r"[a-z0-9]+", report["provenance"]["device"].split(";")[0].lower())
+    return f"{report['provenance']['date']}-{'-'.join(words[:8]) or 'device'}.json"
+
+
+def record_all(
+    notebooks: str | Path = "notebooks",
+    *,
+    results: str | Path | None = "results",
+    timeout: int = 900,
+    progress=print,
+) -> list[dict]:
+    """Record every lab in ``notebooks`` on this machine, then write a bench report.
+
+    Every lab's provenance cell is checked before the first one runs, so a lab that could
+    not be stamped fails in seconds, not after the others. The labs then run one after
+    another; the first that fails stops the run with a :class:`RecordingError` naming the
+    lab and the cell, and the labs after it are left as they were. Last,
+    ``python -m gpulab bench`` measures this machine and its report goes into ``results``
+    (skipped when ``results`` is None).
+
+    Returns
+    -------
+    list of dict
+        The provenance records of the labs, in the order they ran.
+    """
+    import json
+
+    import nbformat
+
+    from gpulab._checks import path as check_path
+    from gpulab._checks import positive_int
+
+    folder = check_path("notebooks", notebooks, kind="dir")
+    timeout = positive_int("timeout", timeout)
+    labs = sorted(folder.glob("*_lab.ipynb"))
+    if not labs:
+        raise ValueError(f"notebooks={str(notebooks)!r} holds no labs (*_lab.ipynb)")
+    for lab in labs:
+        _provenance_cells(nbformat.read(lab, as_version=4), lab)
+    records = []
+    for lab in labs:
+        progress(f"recording {lab.name} ...")
+        record = record_notebook(lab, timeout=timeout)
+        progress(f"  {record['device']}: {record['run_time_s']} s")
+        records.append(record)
+    if results is not None:
+        from gpulab.report import run_bench
+
+        out_dir = check_path("results", results)
+        progress("measuring the standard benchmarks (python -m gpulab bench) ...")
+        report = run_bench(notes="recorded with python -m gpulab record --all")
+        out_dir.mkdir(parents=True, exist_ok=True)
+        out = out_dir / _report_name(report)
+        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+        progress(f"  wrote {out}")
+    return records
