@@ -68,12 +68,12 @@ def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
     )
     if n_bytes < base:
         return f"{n_bytes:.0f} B"
-    value = n_bytes
-    for unit in units:
-        value /= base
-        if value < base or unit == units[-1]:
+    value = n_bytes / base
+    for unit in units[:-1]:
+        if value < base:
             return f"{value:.3g} {unit}"
-    raise AssertionError("unreachable")
+        value /= base
+    return f"{value:.3g} {units[-1]}"
 
 
 def format_rate(value: float, unit: str) -> str:
