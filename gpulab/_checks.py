@@ -143,11 +143,13 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     ok = ok and (value >= 0 if allow_zero else value > 0)
     ok = ok and (value <= 1 if allow_one else value < 1)
     if not ok:
-        low = "from 0" if allow_zero else "above 0"
-        high = "to 1" if allow_one and allow_zero else ("and at most 1" if allow_one else "")
-        if not allow_one:
-            high = "and below 1"
-        raise ValueError(f"{name}={value!r} must be a fraction {low} {high}")
+        wording = {
+            (True, True): "from 0 to 1",
+            (False, True): "above 0 and at most 1",
+            (True, False): "of 0 or more and below 1",
+            (False, False): "above 0 and below 1",
+        }[(allow_zero, allow_one)]
+        raise ValueError(f"{name}={value!r} must be a fraction {wording}")
     return float(value)
 
 
