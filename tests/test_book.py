@@ -89,3 +89,14 @@ def test_internal_links_resolve(book_build):
                 if re.match(r"[a-z]+:", href):  # https:, mailto: ...
                     continue
                 assert (page.parent / href).resolve().exists(), f"{page.name}: {href}"
+
+
+def test_every_lab_page_says_which_devices_recorded_it(book_build, root):
+    from gpulab.course.recordings import lab_recordings
+
+    for lab in sorted((root / "notebooks").glob("*_lab.ipynb")):
+        html = (book_build.html / "notebooks" / f"{lab.stem}.html").read_text()
+        assert "gl-recordings-note" in html, lab.name
+        gpu = [kind for kind in lab_recordings(lab) if kind != "cpu"]
+        assert ("No GPU recording yet" in html) == (not gpu), lab.name
+        assert ('class="gl-recordings"' in html) == bool(gpu), lab.name

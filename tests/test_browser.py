@@ -871,3 +871,47 @@ def test_a_failing_check_leaves_screenshots_of_the_pages_it_names(
     finally:
         shot.unlink()  # this page has no problem: leave no screenshot that says it had
     assert screenshots(["pages in _toc.yml that were not visited"]) == []
+
+
+# --------------------------------------------------------------------------- recording tabs
+
+
+def test_recording_tabs_switch_outputs_in_both_themes(browser, base_url, book_html: Path, pages):
+    """The CPU/GPU tabs a lab page gets once it has a GPU recording (book/_ext/lab_recordings.py):
+    one panel shows at a time, a click on a tab switches, and the tabs read in both themes."""
+    from gpulab.course.recordings import cell_tabs
+
+    lab = next(p for p in pages if p.is_lab)
+    pieces = cell_tabs("fixture-cell", ["CPU", "GPU (fixture)"])
+    tabs = f"{pieces[0]}<pre>cpu output</pre>{pieces[1]}<pre>gpu output</pre>{pieces[2]}"
+    template = (book_html / lab.rel).read_text(encoding="utf-8")
+    assert "lab_recordings.css" in template, "lab pages do not load the recordings' stylesheet"
+    folder = book_html / "_recording_fixtures"  # same depth as notebooks/: relative paths hold
+    folder.mkdir(exist_ok=True)
+    html = re.sub(r"(<main[^>]*>)", lambda m: m.group(1) + tabs, template, count=1)
+    (folder / "tabs.html").write_text(html, encoding="utf-8")
+    context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(f"{base_url}/_recording_fixtures/tabs.html", wait_until="load")
+        cpu, gpu = page.get_by_text("cpu output"), page.get_by_text("gpu output")
+        assert cpu.is_visible() and not gpu.is_visible()
+        page.get_by_text("GPU (fixture)").click()
+        assert gpu.is_visible() and not cpu.is_visible()
+        for theme in ("light", "dark"):
+            page.evaluate(f"document.documentElement.dataset.theme = '{theme}'")
+            colours = page.evaluate(
+                """() => {
+                    const label = document.querySelector('.gl-rec-label');
+                    let node = label, bg = 'rgba(0, 0, 0, 0)';
+                    while (node && (bg === 'rgba(0, 0, 0, 0)' || bg === 'transparent')) {
+                        bg = getComputedStyle(node).backgroundColor; node = node.parentElement;
+                    }
+                    return [getComputedStyle(label).color, bg];
+                }"""
+            )
+            assert colours[0] != colours[1], f"{theme} theme: tab text {colours[0]} on {colours[1]}"
+    finally:
+        context.close()
+        shutil.rmtree(folder, ignore_errors=True)

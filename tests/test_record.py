@@ -64,3 +64,55 @@ def test_record_command_needs_labs_or_all(tmp_path, capsys):
     bad = _lab(tmp_path, "b", ["1 / 0"])
     assert main(["record", str(bad), "--timeout", "60"]) == 1
     assert "cell 1 failed while recording (ZeroDivisionError" in capsys.readouterr().err
+
+
+def _fake_gpu_provenance(monkeypatch):
+    real = rec.provenance
+
+    def on_a_gpu():
+        record = real()
+        record.update(kind="cuda", name="NVIDIA H100 80GB HBM3", device="NVIDIA H100 (cuda)")
+        return record
+
+    monkeypatch.setattr(rec, "provenance", on_a_gpu)
+
+
+def test_gpu_recording_goes_beside_the_lab_and_leaves_its_cpu_outputs(tmp_path, monkeypatch):
+    lab = _lab(tmp_path, "a", ["open('side.txt', 'a').write('ran;'); print(6 * 7)"])
+    rec.record_notebook(lab, timeout=60)  # the CPU recording, in place
+    assert (tmp_path / "side.txt").read_text() == "ran;"
+    cpu_before = nbformat.read(lab, as_version=4)
+    _fake_gpu_provenance(monkeypatch)
+    record = rec.record_notebook(lab, timeout=60)
+
+    target = tmp_path / "recordings" / "cuda" / "a_lab.ipynb"
+    assert record["path"] == str(target)
+    gpu = nbformat.read(target, as_version=4)
+    assert gpu.cells[1].outputs[0]["text"] == "42\n"
+    assert "NVIDIA H100 (cuda)" in gpu.cells[0].source
+    # The lab keeps its CPU outputs and provenance and learns of the GPU run time.
+    after = nbformat.read(lab, as_version=4)
+    assert after.cells == cpu_before.cells
+    assert set(after.metadata["gpulab"]["run_time_s"]) == {"cpu", "cuda"}
+    assert after.metadata["gpulab"]["recorded"]["cuda"]["name"] == "NVIDIA H100 80GB HBM3"
+    # It ran in a copy of the folder: the file it wrote beside itself is untouched.
+    assert (tmp_path / "side.txt").read_text() == "ran;"
+
+
+def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatch):
+    from gpulab.course.recordings import lab_recordings, recordings_summary
+
+    lab = _lab(tmp_path, "a", ["print(1)"])
+    assert lab_recordings(lab) == {}  # never recorded: nothing to show
+    rec.record_notebook(lab, timeout=60)
+    found = lab_recordings(lab)
+    assert list(found) == ["cpu"]
+    assert recordings_summary(found)[-1].startswith("No GPU recording yet")
+    _fake_gpu_provenance(monkeypatch)
+    rec.record_notebook(lab, timeout=60)
+    found = lab_recordings(lab)
+    assert list(found) == ["cpu", "cuda"]
+    assert found["cuda"].label == "GPU (NVIDIA H100 80GB HBM3)"
+    summary = recordings_summary(found)
+    assert len(summary) == 2 and not any("No GPU recording" in line for line in summary)
+    assert summary[1].startswith("GPU (NVIDIA H100 80GB HBM3): outputs recorded on")

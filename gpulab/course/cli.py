@@ -27,7 +27,7 @@ def _record(args: argparse.Namespace) -> int:
             return 0
         for path in args.notebooks:
             rec = record_notebook(path, timeout=args.timeout)
-            print(f"recorded {path}: {rec['device']}, {rec['run_time_s']} s")
+            print(f"recorded {path} into {rec['path']}: {rec['device']}, {rec['run_time_s']} s")
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 1

@@ -1,21 +1,30 @@
-"""Re-execute a lab in place and record its provenance: ``python -m gpulab record LAB.ipynb``.
+"""Re-execute a lab and record its provenance: ``python -m gpulab record LAB.ipynb``.
 
 This is how every committed lab output is produced — on a CPU-only machine for the CPU
-record, on a GPU for the GPU record. It runs the notebook top to bottom in its own folder,
-writes the outputs back, fills the cell tagged ``provenance`` with the device, software
-and date, and stores the run time per device kind in the notebook's ``gpulab`` metadata.
+recording, on a GPU for the GPU recording. It runs the notebook top to bottom, fills the
+cell tagged ``provenance`` with the device, software and date, and stores the run time and
+provenance per device kind in the lab's ``gpulab`` metadata.
+
+On a CPU the outputs are written back into the lab itself. On any other device the lab runs
+in a temporary copy of its folder (so the files it writes beside itself keep their CPU
+versions) and the executed copy is saved as ``notebooks/recordings/<kind>/NAME_lab.ipynb``
+(:mod:`gpulab.course.recordings`); the lab keeps its CPU outputs, so that strict nbval on
+CPU-only machines still checks them.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import shutil
 import sys
+import tempfile
 import time
 from contextlib import contextmanager
 from pathlib import Path
 
 from gpulab.course.labs import PROVENANCE_TAG
+from gpulab.course.recordings import RECORDINGS_FOLDER, recording_path
 from gpulab.provenance import provenance, provenance_line
 
 __all__ = ["RecordingError", "record_all", "record_notebook"]
@@ -37,7 +46,7 @@ def _this_python_first_on_path():
 
 
 def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "python3") -> dict:
-    """Execute the notebook at ``path`` in place and stamp its provenance.
+    """Execute the lab at ``path`` on this machine and stamp its provenance.
 
     Parameters
     ----------
@@ -51,22 +60,50 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
     Returns
     -------
     dict
-        The provenance record, with ``run_time_s`` added.
+        The provenance record, with ``run_time_s`` and ``path`` (where the outputs went) added.
     """
     import nbformat
-    from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
 
     path = Path(path)
     if path.suffix != ".ipynb" or not path.is_file():
         raise FileNotFoundError(f"path={str(path)!r} is not a notebook file (.ipynb)")
     nb = nbformat.read(path, as_version=4)
     marked = _provenance_cells(nb, path)
+    record = provenance()
+    kind = record["kind"]
+    target = recording_path(path, kind)
+    if kind == "cpu":
+        elapsed = _execute(nb, path, path.parent, timeout, kernel_name)
+    else:
+        with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
+            work = Path(tmp) / path.parent.name
+            ignore = shutil.ignore_patterns(RECORDINGS_FOLDER, ".ipynb_checkpoints")
+            shutil.copytree(path.parent, work, ignore=ignore)
+            elapsed = _execute(nb, path, work, timeout, kernel_name)
+
+    record["run_time_s"] = round(elapsed, 1)
+    text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
+    marked[0].source = text
+    _stamp(nb, kind, record)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    if target != path:  # the lab itself keeps its CPU outputs and learns of this recording
+        lab = nbformat.read(path, as_version=4)
+        _stamp(lab, kind, record)
+        nbformat.write(lab, path)
+    return {**record, "path": str(target)}
+
+
+def _execute(nb, path: Path, folder: Path, timeout: int, kernel_name: str) -> float:
+    """Run ``nb`` with ``folder`` as its working folder; seconds taken, or a RecordingError."""
+    from nbclient import NotebookClient
+    from nbclient.exceptions import CellExecutionError
+
     client = NotebookClient(
         nb,
         timeout=timeout,
         kernel_name=kernel_name,
-        resources={"metadata": {"path": str(path.parent.resolve())}},
+        resources={"metadata": {"path": str(folder.resolve())}},
         store_widget_state=True,
     )
     start = time.perf_counter()
@@ -80,17 +117,13 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
                 f"{path}: {where} failed while recording ({exc.ename}: {exc.evalue}); "
                 "nothing was written to the notebook"
             ) from None
-    elapsed = time.perf_counter() - start
+    return time.perf_counter() - start
 
-    record = provenance()
-    record["run_time_s"] = round(elapsed, 1)
-    text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
-    marked[0].source = text
+
+def _stamp(nb, kind: str, record: dict) -> None:
     meta = nb.metadata.setdefault("gpulab", {})
-    meta.setdefault("run_time_s", {})[record["kind"]] = round(elapsed, 1)
-    meta.setdefault("recorded", {})[record["kind"]] = record
-    nbformat.write(nb, path)
-    return record
+    meta.setdefault("run_time_s", {})[kind] = record["run_time_s"]
+    meta.setdefault("recorded", {})[kind] = record
 
 
 def _provenance_cells(nb, path: Path) -> list:

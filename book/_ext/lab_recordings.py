@@ -1,0 +1,131 @@
+"""Show every recording of a lab on its page: which devices ran it, and their outputs in tabs.
+
+A lab page is built from the lab notebook, whose outputs are the CPU recording. This
+extension opens the page with a note listing each recording with its provenance (or saying
+that there is no GPU recording yet), and, where ``notebooks/recordings/<kind>/`` holds a
+recording made on another device (``gpulab.course.recordings``), puts the outputs of each
+code cell whose source is unchanged in a tab per device. The tabs are plain HTML and CSS
+(radio buttons): no script, so they work offline and in both colour themes.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from docutils import nodes
+
+from gpulab.course.recordings import cell_tabs, lab_recordings, outputs_html, recordings_summary
+
+HIDDEN_OUTPUT_TAGS = {"remove-output", "remove-cell"}
+STATIC = Path(__file__).parent / "static"
+
+
+def _lab_source(app, docname: str) -> Path | None:
+    path = Path(app.env.doc2path(docname))
+    return path if path.suffix == ".ipynb" and path.stem.endswith("_lab") else None
+
+
+def _inline(text: str) -> list[nodes.Node]:
+    """Text with `code` spans, as docutils nodes."""
+    parts = text.split("`")
+    return [nodes.literal(text=p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
+
+
+def _note(lines: list[str]) -> nodes.admonition:
+    note = nodes.admonition(classes=["note", "gl-recordings-note"])
+    note += nodes.title(text="Recorded outputs")
+    for line in lines:
+        note += nodes.paragraph("", "", *_inline(line))
+    return note
+
+
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text(encoding="utf-8"))["cells"]
+
+
+def _same_code(a: dict | None, b: dict | None) -> bool:
+    return (
+        bool(a and b)
+        and a["cell_type"] == b["cell_type"] == "code"
+        and ("".join(a["source"]) == "".join(b["source"]))
+    )
+
+
+def _add_tabs(doctree, lab: Path, others: list) -> int:
+    """Wrap each recorded cell's outputs in tabs; returns how many cells differ (no GPU tab)."""
+    cpu = _cells(lab)
+    other_cells = [_cells(recording.path) for recording in others]
+    changed = 0
+    for cell_node in list(doctree.findall(nodes.container)):
+        if cell_node.get("nb_element") != "cell_code":
+            continue
+        index = cell_node["cell_index"]
+        cpu_cell = cpu[index] if index < len(cpu) else None
+        tags = set((cpu_cell or {}).get("metadata", {}).get("tags", []))
+        if cpu_cell is None or tags & HIDDEN_OUTPUT_TAGS:
+            continue
+        panels = []
+        for recording, cells in zip(others, other_cells, strict=True):
+            other = cells[index] if index < len(cells) else None
+            if _same_code(cpu_cell, other):
+                panels.append((recording.label, outputs_html(other)))
+            else:
+                changed += 1
+        if not panels or (not any(html for _, html in panels) and not cpu_cell.get("outputs")):
+            continue
+        output = next(
+            (n for n in cell_node.children if n.get("nb_element") == "cell_code_output"), None
+        )
+        if output is None:  # no output on the CPU: say so in its tab
+            output = nodes.paragraph(text="(No output on this device.)")
+            cell_node += output
+        pieces = cell_tabs(f"gl-rec-{index}", ["CPU"] + [label for label, _ in panels])
+        wrapper = nodes.container(classes=["gl-recordings-cell"])
+        position = cell_node.index(output)
+        cell_node.remove(output)
+        wrapper += nodes.raw("", pieces[0], format="html")
+        wrapper += output
+        for piece, (_, html) in zip(pieces[1:-1], panels, strict=True):
+            wrapper += nodes.raw("", piece + html, format="html")
+        wrapper += nodes.raw("", pieces[-1], format="html")
+        cell_node.insert(position, wrapper)
+    return changed
+
+
+def _add_recordings(app, doctree) -> None:
+    lab = _lab_source(app, app.env.docname)
+    if lab is None:
+        return
+    found = lab_recordings(lab)
+    others = [recording for kind, recording in found.items() if kind != "cpu"]
+    for recording in others:
+        app.env.note_dependency(str(recording.path.resolve()))
+    lines = recordings_summary(found)
+    if others:
+        changed = _add_tabs(doctree, lab, others)
+        lines.append(
+            "Each output below has a tab per recording."
+            + (
+                f" {changed} cell(s) changed after the "
+                + " and ".join(r.label for r in others)
+                + " recording and show the CPU output only."
+                if changed
+                else ""
+            )
+        )
+    section = doctree.next_node(nodes.section)
+    if section is None:
+        return
+    section.insert(1, _note(lines))  # right under the page's title
+
+
+def _add_static(app) -> None:
+    app.config.html_static_path.append(str(STATIC))
+
+
+def setup(app):
+    app.connect("builder-inited", _add_static)
+    app.connect("doctree-read", _add_recordings)
+    app.add_css_file("lab_recordings.css")
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
