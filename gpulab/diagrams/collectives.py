@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulab._checks import positive_int
+from gpulab._checks import choice, positive_int
 from gpulab.comms import _lookup as _link_lookup
 from gpulab.comms import allreduce_time
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
@@ -41,6 +41,9 @@ class RingStep:
     sends: tuple
     buffers: np.ndarray
     contributions: np.ndarray
+
+    def __post_init__(self) -> None:
+        choice("phase", self.phase, ("start", "reduce-scatter", "all-gather"))
 
 
 def _values(values) -> np.ndarray:

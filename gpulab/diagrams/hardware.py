@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gpulab._checks import choice, resolve_spec
+from gpulab._checks import choice, positive_number, resolve_spec
 from gpulab.comms import interconnect
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
 from gpulab.units import format_bytes
@@ -26,6 +26,14 @@ class MemoryLevel:
     bandwidth_bytes_per_s: float | None
     source_url: str
     notes: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("level", "source_url", "notes"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a str")
+        for name in ("capacity_bytes", "bandwidth_bytes_per_s"):
+            if getattr(self, name) is not None:
+                positive_number(name, getattr(self, name))
 
 
 @cache

@@ -13,7 +13,14 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from gpulab._checks import choice, fraction, non_negative_number, positive_int, positive_number
+from gpulab._checks import (
+    choice,
+    fraction,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    positive_number,
+)
 from gpulab.diagrams._draw import PALETTE, new_figure
 
 __all__ = [
@@ -39,6 +46,14 @@ class PipelineOp:
     kind: str
     start_s: float
     end_s: float
+
+    def __post_init__(self) -> None:
+        non_negative_int("stage", self.stage)
+        non_negative_int("microbatch", self.microbatch)
+        choice("kind", self.kind, ("F", "B"))
+        start = non_negative_number("start_s", self.start_s)
+        if non_negative_number("end_s", self.end_s) < start:
+            raise ValueError(f"end_s={self.end_s!r} must not be before start_s={start!r}")
 
 
 @dataclass(frozen=True)
@@ -67,6 +82,21 @@ class PipelineSchedule:
     step_s: float
     bubble: float
     peak_in_flight: tuple
+
+    def __post_init__(self) -> None:
+        choice("schedule", self.schedule, SCHEDULES)
+        positive_int("n_stages", self.n_stages)
+        positive_int("n_microbatches", self.n_microbatches)
+        if not isinstance(self.ops, tuple) or not all(
+            isinstance(op, PipelineOp) for op in self.ops
+        ):
+            raise ValueError(f"ops={self.ops!r:.60} must be a tuple of PipelineOp")
+        non_negative_number("step_s", self.step_s)
+        fraction("bubble", self.bubble, allow_one=False)
+        if not isinstance(self.peak_in_flight, tuple):
+            raise ValueError(f"peak_in_flight={self.peak_in_flight!r} must be a tuple of ints")
+        for i, v in enumerate(self.peak_in_flight):
+            non_negative_int(f"peak_in_flight[{i}]", v)
 
 
 def _per_stage(name: str, values, n_stages: int | None = None) -> list[float]:
