@@ -12,7 +12,18 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["pipeline_measurements", "input_pipeline_measurements"]
+__all__ = ["course_root", "pipeline_measurements", "input_pipeline_measurements"]
+
+
+def course_root() -> Path | None:
+    """The course repository holding this page: the first folder with ``_toc.yml`` and
+    ``notebooks/``, looking up from the working directory, then beside the package."""
+    here = Path.cwd().resolve()
+    package_parent = Path(__file__).resolve().parents[2]
+    for folder in (here, *here.parents, package_parent):
+        if (folder / "_toc.yml").is_file() and (folder / "notebooks").is_dir():
+            return folder
+    return None
 
 
 def _outputs(notebook: Path) -> list[tuple[str, str]]:

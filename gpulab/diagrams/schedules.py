@@ -353,8 +353,10 @@ def draw_input_pipeline(
     -------
     fig : matplotlib Figure
     timelines : dict
-        ``{"starved": [...], "fixed": [...]}``: per lane (name), the (start, end, what)
-        intervals drawn; compute intervals are ``compute_s`` long, steps ``*_step_s`` apart.
+        ``{"starved": {...}, "fixed": {...}}``: per lane (name), the (start, end, what)
+        intervals drawn (``what``: ``"load"``, ``"load k"``, ``"step"`` or ``"other"``, the
+        rest of a measured step); compute intervals are ``compute_s`` long and start
+        ``*_step_s`` apart.
     """
     load = positive_number("load_s", load_s)
     compute = positive_number("compute_s", compute_s)
@@ -371,11 +373,17 @@ def draw_input_pipeline(
     if workers > 16 or n > 32:
         raise ValueError(f"n_workers={workers} and n_batches={n} must be at most 16 and 32")
     timelines: dict[str, dict[str, list]] = {"starved": {}, "fixed": {}}
-    # Starved: the loop loads a batch, then trains on it; the measured step sets the period.
+    # Starved: the loop loads a batch (load_s), then trains on it (compute_s); whatever else
+    # the measured step holds (start-up, collation, sharing the CPU) is drawn as "other".
     lanes = timelines["starved"]
-    lanes["loading (in the loop)"] = [(k * starved, k * starved + (starved - compute), "load")
-                                       for k in range(n)]  # fmt: skip
-    lanes["compute"] = [(k * starved + starved - compute, (k + 1) * starved, "step")
+    loop = []
+    for k in range(n):
+        t0, t1 = k * starved, (k + 1) * starved - compute
+        loop.append((t0, min(t0 + load, t1), "load"))
+        if t0 + load < t1:
+            loop.append((t0 + load, t1, "other"))
+    lanes["loading in the loop"] = loop
+    lanes["compute"] = [((k + 1) * starved - compute, (k + 1) * starved, "step")
                         for k in range(n)]  # fmt: skip
     # Fixed: worker w loads batches w, w + n_workers, ... back to back, at most n_workers
     # batches ahead of the training step; compute starts batch k every fixed_step_s.
@@ -396,7 +404,9 @@ def draw_input_pipeline(
         names = list(lanes)
         for row, lane in enumerate(names):
             for start, stop, what in lanes[lane]:
-                color = PALETTE["gpu"] if what == "step" else PALETTE["memory"]
+                color = {"step": PALETTE["gpu"], "other": PALETTE["idle"]}.get(
+                    what, PALETTE["memory"]
+                )
                 ax.barh(row, stop - start, left=start, height=0.6, color=color,
                         edgecolor="white", linewidth=0.5)  # fmt: skip
         ax.set_yticks(range(len(names)), names, fontsize=8)
@@ -412,8 +422,9 @@ def draw_input_pipeline(
 
     fig.legend(
         handles=[mpatches.Patch(color=PALETTE["memory"], label="loading a batch"),
-                 mpatches.Patch(color=PALETTE["gpu"], label="training step")],
-        loc="lower center", ncol=2, fontsize=8, frameon=False,
+                 mpatches.Patch(color=PALETTE["gpu"], label="training step"),
+                 mpatches.Patch(color=PALETTE["idle"], label="rest of the measured step")],
+        loc="lower center", ncol=3, fontsize=8, frameon=False,
     )  # fmt: skip
     fig.tight_layout(rect=(0, 0.06, 1, 1))
     return fig, timelines
