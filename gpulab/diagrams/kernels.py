@@ -173,7 +173,7 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     axes[2].text(n / 2, n + 0.4, f"block ({bi}, {bj}) computes this tile", ha="center",
                  va="top", fontsize=7)  # fmt: skip
     fig.suptitle(
-        f"{n}×{n} matmul, {tile}×{tile} tiles: each element of A and B is read from global "
+        f"{n}×{n} matmul, {tile}×{tile} tiles: each element of A and B is read from global\n"
         f"memory {int(counts['a_loads'].max())} times (naive: {n}) and used {tile} times "
         "from shared memory per read",
         fontsize=9,
