@@ -124,6 +124,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "diagrams.hardware": (
         "draw_cpu_vs_gpu",
         "draw_memory_ladder",
+        "draw_sm_anatomy",
         "memory_ladder",
         "MemoryLevel",
     ),

@@ -321,6 +321,31 @@ def test_ladder_refuses_a_gpu_without_figures():
         gl.memory_ladder("Z9000")
 
 
+def test_sm_anatomy_counts_come_from_the_per_sm_table():
+    fig, drawn = gl.draw_sm_anatomy("T4", "H100 SXM")
+    for a, name in zip(drawn, ("T4", "H100 SXM"), strict=True):
+        arch = gl.sm_architecture(name)
+        assert a["partitions"] == arch.warp_schedulers_per_sm
+        assert a["partitions"] * a["lanes_per_partition"] == arch.fp32_lanes_per_sm
+        assert a["partitions"] * a["tensor_cores_per_partition"] == arch.tensor_cores_per_sm
+        assert a["partitions"] * a["register_bytes_per_partition"] == arch.registers_per_sm * 4
+        assert a["l1_shared_bytes"] == arch.l1_shared_per_sm_bytes
+        assert a["sm_count"] == gl.get_spec(name).sm_count
+    # What is drawn: one scheduler box, and the lanes, per partition.
+    for ax, a in zip(fig.axes, drawn, strict=True):
+        texts = [t.get_text() for t in ax.texts]
+        assert texts.count("warp\nscheduler") == a["partitions"]
+        assert texts.count("Tensor\nCore") == a["partitions"] * a["tensor_cores_per_partition"]
+        lanes = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(
+            gl.COLORS["gpu"])]  # fmt: skip
+        assert len(lanes) == a["partitions"] * a["lanes_per_partition"]
+    assert len(gl.draw_sm_anatomy("A100 80GB", None)[1]) == 1
+    with pytest.raises(ValueError, match="other="):
+        gl.draw_sm_anatomy("T4", "Xeon 8380")
+    with pytest.raises(ValueError, match="spec="):
+        gl.draw_sm_anatomy("Z9000")
+
+
 def test_cpu_vs_gpu_says_it_is_qualitative():
     fig, drawn = gl.draw_cpu_vs_gpu()
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]

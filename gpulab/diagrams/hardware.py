@@ -12,7 +12,13 @@ from gpulab.comms import interconnect
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
 from gpulab.units import format_bytes
 
-__all__ = ["MemoryLevel", "memory_ladder", "draw_memory_ladder", "draw_cpu_vs_gpu"]
+__all__ = [
+    "MemoryLevel",
+    "memory_ladder",
+    "draw_memory_ladder",
+    "draw_cpu_vs_gpu",
+    "draw_sm_anatomy",
+]
 
 _LADDER_CSV = Path(__file__).resolve().parents[1] / "data" / "memory_ladder.csv"
 
@@ -179,3 +185,109 @@ def draw_cpu_vs_gpu(style: str = "blocks"):
                loc="lower center", ncol=4, fontsize=8, frameon=False)  # fmt: skip
     fig.tight_layout(rect=(0, 0.08, 1, 1))
     return fig, {"cpu_cores": 4, "gpu_alus": 8 * 14}
+
+
+def _anatomy(spec) -> dict:
+    from gpulab.sm import sm_architecture
+
+    the_spec = resolve_spec("spec", spec, kinds=("gpu",))
+    arch = sm_architecture(the_spec)
+    parts = arch.warp_schedulers_per_sm
+    return {
+        "name": the_spec.name,
+        "sm_count": the_spec.sm_count,
+        "architecture": arch,
+        "partitions": parts,
+        "lanes_per_partition": arch.fp32_lanes_per_sm // parts,
+        "tensor_cores_per_partition": arch.tensor_cores_per_sm // parts,
+        "register_bytes_per_partition": arch.registers_per_sm * 4 // parts,
+        "l1_shared_bytes": arch.l1_shared_per_sm_bytes,
+    }
+
+
+def _draw_sm(ax, a: dict) -> None:
+    blank(ax)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.2, 10.6)
+    ax.set_aspect("auto")
+    box(ax, 0, 0, 10, 10, "", color="#FFFFFF")
+    n = a["partitions"]
+    width = 9.6 / n
+    for k in range(n):
+        x = 0.2 + k * width
+        w = width - 0.2
+        box(ax, x, 8.6, w, 1.0, "warp\nscheduler", color=PALETTE["control"], fontsize=6,
+            text_color="w")  # fmt: skip
+        box(ax, x, 7.4, w, 1.0, f"registers\n{format_bytes(a['register_bytes_per_partition'])}",
+            color=PALETTE["memory"], fontsize=6, text_color="w")  # fmt: skip
+        lanes = a["lanes_per_partition"]
+        per_row = 8
+        rows = -(-lanes // per_row)
+        lane_h = 3.2 / max(rows, 1)
+        for j in range(lanes):
+            r, c = divmod(j, per_row)
+            box(ax, x + c * w / per_row, 7.2 - (r + 1) * lane_h, w / per_row, lane_h, "",
+                color=PALETTE["gpu"], linewidth=0.3)  # fmt: skip
+        tcs = a["tensor_cores_per_partition"]
+        for t in range(tcs):
+            box(ax, x + t * w / max(tcs, 1), 2.6, w / max(tcs, 1), 1.3, "Tensor\nCore",
+                color=PALETTE["tpu"], fontsize=6, text_color="w")  # fmt: skip
+    l1 = a["l1_shared_bytes"]
+    label = (f"L1 cache + shared memory: {format_bytes(l1)}" if l1
+             else "L1 and shared memory (separate)")  # fmt: skip
+    box(ax, 0.2, 0.3, 9.6, 1.9, label, color=PALETTE["cpu"], fontsize=8, text_color="w")
+    arch = a["architecture"]
+    ax.set_title(
+        f"one SM of the {a['name']} ({arch.architecture}, {a['sm_count']} SMs)\n"
+        f"{arch.fp32_lanes_per_sm} FP32 lanes, {arch.tensor_cores_per_sm} Tensor Cores, "
+        f"{arch.max_warps_per_sm} resident warps",
+        fontsize=8,
+    )
+
+
+def draw_sm_anatomy(spec="T4", other="H100 SXM"):
+    """One streaming multiprocessor drawn from the per-SM table, beside another GPU's.
+
+    Each SM is drawn as its partitions (one warp scheduler each) with their register file,
+    FP32 lanes and Tensor Cores, over the combined L1 cache and shared memory: every count
+    and size comes from :func:`gpulab.sm_architecture` (the CUDA guide and the architecture
+    whitepapers) and the SM count from the spec registry.
+
+    Parameters
+    ----------
+    spec : DeviceSpec or str
+        An NVIDIA GPU of the registry.
+    other : DeviceSpec or str or None
+        A second GPU drawn beside it, or None for one SM only.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    drawn : list of dict
+        Per GPU: ``partitions``, ``lanes_per_partition``, ``tensor_cores_per_partition``,
+        ``register_bytes_per_partition``, ``l1_shared_bytes``, ``sm_count`` as drawn.
+    """
+    drawn = [_anatomy(spec)]
+    if other is not None:
+        drawn.append(_anatomy_named("other", other))
+    fig, axes = new_figure(1, len(drawn), figsize=(4.6 * len(drawn), 4.2), squeeze=False)
+    for ax, a in zip(axes[0], drawn, strict=True):
+        _draw_sm(ax, a)
+    import matplotlib.patches as mpatches
+
+    fig.legend(handles=[mpatches.Patch(color=PALETTE["control"], label="warp scheduler"),
+                        mpatches.Patch(color=PALETTE["memory"], label="register file"),
+                        mpatches.Patch(color=PALETTE["gpu"], label="FP32 lane"),
+                        mpatches.Patch(color=PALETTE["tpu"], label="Tensor Core"),
+                        mpatches.Patch(color=PALETTE["cpu"], label="L1 / shared")],
+               loc="lower center", ncol=5, fontsize=7, frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig, drawn
+
+
+def _anatomy_named(name: str, value) -> dict:
+    """:func:`_anatomy` with errors naming ``name`` instead of ``spec``."""
+    try:
+        return _anatomy(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("spec=", f"{name}=", 1)) from None
