@@ -115,6 +115,38 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "doctor",
         "in_colab",
     ),
+    "diagrams.collectives": (
+        "draw_ring_allreduce",
+        "draw_tree_vs_ring",
+        "RingStep",
+        "simulate_ring_allreduce",
+    ),
+    "diagrams.hardware": (
+        "draw_cpu_vs_gpu",
+        "draw_memory_ladder",
+        "draw_sm_anatomy",
+        "memory_ladder",
+        "MemoryLevel",
+    ),
+    "diagrams.kernels": (
+        "draw_launch_mapping",
+        "draw_tiling",
+        "tile_loads",
+        "WARP_SIZE",
+    ),
+    "diagrams.parallelism": (
+        "draw_tensor_parallel",
+        "draw_zero_stages",
+    ),
+    "diagrams.schedules": (
+        "draw_input_pipeline",
+        "draw_pipeline_gantt",
+        "PipelineOp",
+        "PipelineSchedule",
+        "SCHEDULES",
+        "simulate_pipeline",
+        "stage_times_from_measurement",
+    ),
     "distributed": (
         "dist_plan",
         "DistPlan",
@@ -199,6 +231,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ThreadContext",
     ),
     "sizing": ("scale",),
+    "sm": (
+        "list_sm_architectures",
+        "sm_architecture",
+        "SmArchitecture",
+    ),
     "specs": (
         "DeviceSpec",
         "find_spec",

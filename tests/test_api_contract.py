@@ -135,6 +135,30 @@ BASELINES = {
     "StepTime": lambda: _fields(gl.dp_step_time(0.1, 1e8, 8, link="PCIe 4")),
     # ---- cpu
     "cpu_cores": lambda: ((), {}),
+    # ---- diagrams
+    "draw_ring_allreduce": lambda: ((3,), dict(seed=0)),
+    "draw_tree_vs_ring": lambda: (("InfiniBand HDR",), dict(n_gpus=8)),
+    "RingStep": lambda: _fields(gl.simulate_ring_allreduce([[1.0, 2.0], [3.0, 4.0]])[1]),
+    "simulate_ring_allreduce": lambda: (([[1.0, 2.0], [3.0, 4.0]],), {}),
+    "draw_cpu_vs_gpu": lambda: (("blocks",), {}),
+    "draw_memory_ladder": lambda: (("H100 SXM",), {}),
+    "draw_sm_anatomy": lambda: (("T4",), dict(other="H100 SXM")),
+    "memory_ladder": lambda: (("H100 SXM",), {}),
+    "MemoryLevel": lambda: _fields(gl.memory_ladder("H100 SXM")[3]),
+    "draw_launch_mapping": lambda: ((100, 32), dict(spec="T4")),
+    "draw_tiling": lambda: ((8, 2), dict(block=(1, 2))),
+    "tile_loads": lambda: ((8, 2), {}),
+    "draw_tensor_parallel": lambda: ((2,), dict(hidden=4)),
+    "draw_zero_stages": lambda: ((1e9, 8), dict(param_bytes=2, grad_bytes=2, optimizer_bytes=12)),
+    "draw_input_pipeline": lambda: ((0.06, 0.05, 0.2, 0.1), dict(n_workers=2, n_batches=3)),
+    "draw_pipeline_gantt": lambda: (
+        ([gl.simulate_pipeline([1.0, 1.0], [2.0, 2.0], 2)],),
+        dict(measured_bubble=0.3, title="x"),
+    ),
+    "PipelineOp": lambda: _fields(gl.simulate_pipeline([1.0], [2.0], 1).ops[0]),
+    "PipelineSchedule": lambda: _fields(gl.simulate_pipeline([1.0], [2.0], 1)),
+    "simulate_pipeline": lambda: (([1.0, 1.0], [2.0, 2.0], 2), dict(schedule="1f1b", comm_s=0.1)),
+    "stage_times_from_measurement": lambda: ((0.08, 0.3, 4), dict(n_stages=2, backward_ratio=2.0)),
     "cpu_model": lambda: ((), {}),
     "CpuPeak": lambda: _fields(gl.estimate_cpu_peak(cores=2, clock_hz=3e9)),
     "estimate_cpu_peak": lambda: (
@@ -246,6 +270,10 @@ BASELINES = {
     "ThreadContext": lambda: ((gl.Dim3(0), gl.Dim3(1), gl.Dim3(4), gl.Dim3(2)), {}),
     # ---- sizing
     "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
+    # ---- sm
+    "list_sm_architectures": lambda: ((), {}),
+    "sm_architecture": lambda: (("T4",), {}),
+    "SmArchitecture": lambda: _fields(gl.sm_architecture("A100 80GB")),
     # ---- specs
     "DeviceSpec": lambda: _fields(gl.get_spec("T4")),
     "find_spec": lambda: (("Tesla T4",), {}),
@@ -505,6 +533,41 @@ KINDS: dict[str, dict] = {
         "predicted": [["yes", True], 1],
     },
     "tidy_point_labels": {"ax": [None, 42], "fontsize": "pos"},
+    "draw_ring_allreduce": {"n_gpus": "count", "seed": "count0"},
+    "draw_tree_vs_ring": {"link": "link", "n_gpus": "count"},
+    "simulate_ring_allreduce": {"values": [[1.0, 2.0], [[1.0, NAN], [1.0, 2.0]], "ab", 42]},
+    "draw_memory_ladder": {"spec": "spec"},
+    "draw_sm_anatomy": {"spec": "spec", "other": "spec"},
+    "memory_ladder": {"spec": "spec"},
+    "draw_launch_mapping": {"n": "count", "block": "count", "spec": "spec"},
+    "draw_tiling": {"n": "count", "tile": "count", "block": [(4, 0), (1,), "x", (True, 0)]},
+    "tile_loads": {"n": "count", "tile": "count"},
+    "draw_tensor_parallel": {"n_gpus": "count", "hidden": "count"},
+    "draw_zero_stages": {
+        "n_params": "pos",
+        "n_gpus": "count",
+        "param_bytes": "nonneg",
+        "grad_bytes": "nonneg",
+        "optimizer_bytes": "nonneg",
+    },
+    "draw_input_pipeline": {
+        name: "pos" for name in ("load_s", "compute_s", "starved_step_s", "fixed_step_s")
+    }
+    | {"n_workers": "count", "n_batches": "count"},
+    "draw_pipeline_gantt": {"schedules": [[], [42], "x", 42], "measured_bubble": "frac"},
+    "simulate_pipeline": {
+        "forward_s": [[0.0, 1.0], [NAN, 1.0], [1.0], "1", 42],
+        "backward_s": [[0.0, 1.0], [1.0], "1", 42],
+        "n_microbatches": "count",
+        "comm_s": "nonneg",
+    },
+    "stage_times_from_measurement": {
+        "step_s": "pos",
+        "bubble": [1.0, -0.1, NAN, True, "0.5"],
+        "n_microbatches": "count",
+        "n_stages": "count",
+        "backward_ratio": "pos",
+    },
     "provenance": {"info": ["cpu", 42]},
     "provenance_line": {"record": [{"date": "x"}, "x"]},
     "seed_everything": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
@@ -714,6 +777,8 @@ KINDS: dict[str, dict] = {
         "launch_price_usd": "pos",
     },
     "find_spec": {"device_name": "text"},
+    "sm_architecture": {"spec": "spec"},
+    "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
     "get_spec": {"name": "spec"},
     "train": {
         "model": [42],

@@ -915,3 +915,206 @@ def test_recording_tabs_switch_outputs_in_both_themes(browser, base_url, book_ht
     finally:
         context.close()
         shutil.rmtree(folder, ignore_errors=True)
+
+
+# --------------------------------------------------------------------------- diagrams
+
+#: The explanatory diagrams (gpulab.diagrams) are MyST figures named ``fig-<page>-diagram-*``.
+DIAGRAM_NAME = re.compile(r"^:\s+name:\s+(fig-[\w-]*-diagram-[\w-]+)\s*$", re.M)
+THEMES = ("light", "dark")
+MIN_DIAGRAM_WIDTH_PX = 200
+MIN_CAPTION_CONTRAST = 4.5  # WCAG AA for body text
+
+
+def diagram_names(source: Path) -> list[str]:
+    """The diagrams a chapter declares, by their MyST figure names."""
+    if source.suffix != ".md":
+        return []
+    return DIAGRAM_NAME.findall(source.read_text(encoding="utf-8"))
+
+
+_SET_THEME_JS = """
+(theme) => {
+  localStorage.setItem("theme", theme);
+  localStorage.setItem("mode", theme);
+  document.documentElement.dataset.theme = theme;
+  document.documentElement.dataset.mode = theme;
+}
+"""
+
+_DIAGRAM_JS = f"""
+async (id) => {{
+  const fig = document.getElementById(id);
+  if (!fig) return {{ found: false }};
+  fig.scrollIntoView();
+  const img = fig.querySelector("img");
+  const caption = fig.querySelector("figcaption");
+  const background = (el) => {{
+    for (; el; el = el.parentElement) {{
+      const c = getComputedStyle(el).backgroundColor;
+      if (c && c !== "transparent" && !/rgba\\(.*,\\s*0\\)$/.test(c)) return c;
+    }}
+    return getComputedStyle(document.documentElement).backgroundColor;
+  }};
+  const out = {{
+    found: true, has_img: !!img,
+    alt: img ? (img.getAttribute("alt") || "") : "",
+    caption: caption ? caption.innerText.trim() : "",
+    caption_color: caption ? getComputedStyle(caption).color : null,
+    caption_background: caption ? background(caption) : null,
+    page_background: background(document.body),
+  }};
+  if (!img) return out;
+  if (!img.complete) await new Promise((ok) => {{
+    img.addEventListener("load", ok, {{ once: true }});
+    img.addEventListener("error", ok, {{ once: true }});
+    setTimeout(ok, {JS_WAIT_MS});
+  }});
+  const style = getComputedStyle(img);
+  const box = img.getBoundingClientRect();
+  Object.assign(out, {{
+    natural_width: img.naturalWidth, width: box.width, height: box.height,
+    opacity: parseFloat(style.opacity), visibility: style.visibility, display: style.display,
+    filter: style.filter,
+  }});
+  if (!img.naturalWidth) return out;
+  const w = 240, h = Math.max(1, Math.round(240 * img.naturalHeight / img.naturalWidth));
+  const canvas = document.createElement("canvas");
+  canvas.width = w; canvas.height = h;
+  const ctx = canvas.getContext("2d");
+  ctx.drawImage(img, 0, 0, w, h);
+  const px = ctx.getImageData(0, 0, w, h).data;
+  let minAlpha = 255, sum = 0, sumSq = 0, ink = 0;
+  const n = w * h;
+  for (let i = 0; i < px.length; i += 4) {{
+    minAlpha = Math.min(minAlpha, px[i + 3]);
+    const lum = (0.2126 * px[i] + 0.7152 * px[i + 1] + 0.0722 * px[i + 2]) / 255;
+    sum += lum; sumSq += lum * lum; if (lum < 0.6) ink += 1;
+  }}
+  const mean = sum / n;
+  Object.assign(out, {{
+    min_alpha: minAlpha, luminance_std: Math.sqrt(Math.max(0, sumSq / n - mean * mean)),
+    ink_fraction: ink / n,
+  }});
+  return out;
+}}
+"""
+
+
+def _rgb(css: str | None) -> tuple[float, float, float] | None:
+    numbers = re.findall(r"[\d.]+", css or "")
+    return tuple(float(v) / 255 for v in numbers[:3]) if len(numbers) >= 3 else None
+
+
+def contrast_ratio(fg: str | None, bg: str | None) -> float:
+    """WCAG contrast ratio of two CSS ``rgb()`` colours (0 when either is unreadable)."""
+
+    def luminance(rgb):
+        lin = [c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4 for c in rgb]
+        return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+    a, b = _rgb(fg), _rgb(bg)
+    if a is None or b is None:
+        return 0.0
+    hi, lo = sorted((luminance(a), luminance(b)), reverse=True)
+    return (hi + 0.05) / (lo + 0.05)
+
+
+@pytest.fixture(scope="module")
+def diagram_reports(browser, base_url, pages) -> dict[tuple[str, str, str], dict]:
+    """(page, theme, figure name) -> what the reader sees of each diagram, in both themes."""
+    with_diagrams = [(p, diagram_names(p.source)) for p in pages]
+    with_diagrams = [(p, names) for p, names in with_diagrams if names]
+    if not with_diagrams:
+        pytest.skip("no chapter declares a diagram (fig-*-diagram-*)")
+    reports = {}
+    for theme in THEMES:
+        context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+        context.route(
+            "**/*",
+            lambda route: (
+                route.continue_()
+                if urlsplit(route.request.url).hostname == LOCAL_HOST
+                else route.abort("blockedbyclient")
+            ),
+        )
+        try:
+            for page_info, names in with_diagrams:
+                page = context.new_page()
+                page.set_default_timeout(STEP_TIMEOUT_MS)
+                try:
+                    page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
+                    page.evaluate(_SET_THEME_JS, theme)
+                    for name in names:
+                        reports[(page_info.rel, theme, name)] = page.evaluate(_DIAGRAM_JS, name)
+                except Exception as exc:  # reported by the test below
+                    for name in names:
+                        reports.setdefault((page_info.rel, theme, name), {"error": str(exc)})
+                finally:
+                    page.close()
+        finally:
+            context.close()
+    return reports
+
+
+def _diagram_problems(reports: dict[tuple[str, str, str], dict]) -> list[str]:
+    problems = []
+    for (rel, theme, name), r in sorted(reports.items()):
+        where = f"{rel} [{theme}] #{name}"
+        if r.get("error") or not r.get("found"):
+            problems.append(f"{where}: {r.get('error') or 'no element with that id'}")
+            continue
+        if not r["has_img"] or not r.get("natural_width"):
+            problems.append(f"{where}: no image, or it did not load")
+            continue
+        if len(r["alt"]) < 40 or len(r["caption"]) < 40:
+            problems.append(f"{where}: alt text or caption missing or too short")
+        if r["width"] < MIN_DIAGRAM_WIDTH_PX or r["display"] == "none":
+            problems.append(f"{where}: rendered {r['width']:.0f}px wide ({r['display']})")
+        if r["opacity"] < 0.5 or r["visibility"] != "visible" or "invert" in r["filter"]:
+            problems.append(
+                f"{where}: opacity {r['opacity']}, {r['visibility']}, filter {r['filter']}"
+            )
+        # The PNG carries its own opaque background, so its text and lines read the same on
+        # either theme; and it has something drawn on it.
+        if r["min_alpha"] < 255:
+            problems.append(f"{where}: transparent pixels (alpha {r['min_alpha']})")
+        if not (0.005 < r["ink_fraction"] < 0.8) or r["luminance_std"] < 0.05:
+            problems.append(
+                f"{where}: looks blank or flooded (ink {r['ink_fraction']:.1%}, "
+                f"std {r['luminance_std']:.3f})"
+            )
+        ratio = contrast_ratio(r["caption_color"], r["caption_background"])
+        if ratio < MIN_CAPTION_CONTRAST:
+            problems.append(f"{where}: caption contrast {ratio:.1f} < {MIN_CAPTION_CONTRAST}")
+    return problems
+
+
+def test_diagrams_render_and_are_visible_in_both_themes(diagram_reports, screenshots) -> None:
+    _fail_if(_diagram_problems(diagram_reports), "diagrams a reader cannot see", screenshots)
+
+
+def test_the_theme_switch_changes_the_page(diagram_reports) -> None:
+    """Guards the check above: the dark pass really shows the dark theme."""
+    backgrounds = {}
+    for (rel, theme, _), r in diagram_reports.items():
+        backgrounds.setdefault(rel, {})[theme] = r.get("page_background")
+    for rel, by_theme in backgrounds.items():
+        light, dark = by_theme.get("light"), by_theme.get("dark")
+        assert light and dark and light != dark, f"{rel}: same page background {light} in both"
+        assert contrast_ratio(light, "rgb(0, 0, 0)") > contrast_ratio(dark, "rgb(0, 0, 0)")
+
+
+def test_diagram_check_fails_a_transparent_or_blank_figure() -> None:
+    good = {
+        "found": True, "has_img": True, "natural_width": 800, "alt": "a" * 50,
+        "caption": "c" * 50, "width": 700, "display": "block", "opacity": 1.0,
+        "visibility": "visible", "filter": "none", "min_alpha": 255, "ink_fraction": 0.1,
+        "luminance_std": 0.3, "caption_color": "rgb(0, 0, 0)",
+        "caption_background": "rgb(255, 255, 255)",
+    }  # fmt: skip
+    assert _diagram_problems({("p.html", "dark", "fig-x-diagram-y"): good}) == []
+    for change in ({"min_alpha": 0}, {"ink_fraction": 0.0}, {"alt": ""},
+                   {"caption_color": "rgb(250, 250, 250)"}, {"natural_width": 0}):  # fmt: skip
+        problems = _diagram_problems({("p.html", "dark", "fig-x-diagram-y"): {**good, **change}})
+        assert len(problems) == 1 and problems[0].startswith("p.html [dark]"), change

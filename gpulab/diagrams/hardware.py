@@ -1,0 +1,293 @@
+"""Hardware pictures: where a CPU and a GPU spend their transistors, and the memory ladder."""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from gpulab._checks import choice, positive_number, resolve_spec
+from gpulab.comms import interconnect
+from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
+from gpulab.units import format_bytes
+
+__all__ = [
+    "MemoryLevel",
+    "memory_ladder",
+    "draw_memory_ladder",
+    "draw_cpu_vs_gpu",
+    "draw_sm_anatomy",
+]
+
+_LADDER_CSV = Path(__file__).resolve().parents[1] / "data" / "memory_ladder.csv"
+
+
+@dataclass(frozen=True)
+class MemoryLevel:
+    """One rung of the memory ladder: capacity and bandwidth where a source gives them."""
+
+    level: str
+    capacity_bytes: float | None
+    bandwidth_bytes_per_s: float | None
+    source_url: str
+    notes: str = ""
+
+    def __post_init__(self) -> None:
+        for name in ("level", "source_url", "notes"):
+            if not isinstance(getattr(self, name), str):
+                raise ValueError(f"{name}={getattr(self, name)!r} must be a str")
+        for name in ("capacity_bytes", "bandwidth_bytes_per_s"):
+            if getattr(self, name) is not None:
+                positive_number(name, getattr(self, name))
+
+
+@cache
+def _ladder_rows() -> tuple[dict[str, str], ...]:
+    with _LADDER_CSV.open(encoding="utf-8", newline="") as f:
+        return tuple(csv.DictReader(f))
+
+
+def _number(text: str) -> float | None:
+    return float(text) if text.strip() else None
+
+
+def memory_ladder(spec="H100 SXM") -> list[MemoryLevel]:
+    """Registers → shared/L1 → L2 → device memory → host over PCIe → network, for one GPU.
+
+    On-chip figures come from ``gpulab/data/memory_ladder.csv`` (each with its source;
+    per-SM capacities are multiplied by the registry's SM count); device memory from the
+    spec registry; the PCIe Gen5 and InfiniBand NDR bandwidths from the interconnect
+    registry. A level without a published figure has ``None`` there.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> [level.level for level in gl.memory_ladder("H100 SXM")][:3]
+    ['registers', 'shared memory / L1', 'L2 cache']
+    """
+    the_spec = resolve_spec("spec", spec, kinds=("gpu",))
+    rows = [r for r in _ladder_rows() if r["gpu"] == the_spec.name]
+    known = sorted({r["gpu"] for r in _ladder_rows()})
+    if not rows:
+        raise ValueError(f"spec={spec!r}: the memory ladder has figures for {', '.join(known)}")
+    levels = []
+    for r in rows[:3]:
+        per_sm = _number(r["capacity_bytes_per_sm"])
+        capacity = per_sm * the_spec.sm_count if per_sm else _number(r["capacity_bytes"])
+        bw = _number(r["bandwidth_gbs"])
+        levels.append(MemoryLevel(r["level"], capacity, bw * 1e9 if bw else None,
+                                  r["source_url"], r["notes"]))  # fmt: skip
+    levels.append(MemoryLevel(f"device memory ({the_spec.memory_type})", the_spec.memory_bytes,
+                              the_spec.memory_bandwidth, the_spec.source_url))  # fmt: skip
+    host, pcie, network = rows[3], interconnect("PCIe Gen5"), interconnect("InfiniBand NDR")
+    levels.append(MemoryLevel(host["level"], _number(host["capacity_bytes"]),
+                              pcie.bandwidth_gbs * 1e9, host["source_url"],
+                              host["notes"]))  # fmt: skip
+    levels.append(MemoryLevel(f"network ({network.name})", None, network.bandwidth_gbs * 1e9,
+                              network.source_url, network.notes))  # fmt: skip
+    return levels
+
+
+def draw_memory_ladder(spec="H100 SXM"):
+    """The memory ladder of :func:`memory_ladder` as two bar charts on log scales.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    levels : list of MemoryLevel
+        What was drawn; a level without a published figure is marked "not published".
+    """
+    levels = memory_ladder(spec)
+    fig, (cap_ax, bw_ax) = new_figure(1, 2, figsize=(10.0, 3.8), sharey=True)
+    names = [lv.level for lv in levels]
+    for ax, attr, color, unit in (
+        (cap_ax, "capacity_bytes", PALETTE["memory"], "B"),
+        (bw_ax, "bandwidth_bytes_per_s", PALETTE["gpu"], "B/s"),
+    ):
+        values = [getattr(lv, attr) for lv in levels]
+        for i, value in enumerate(values):
+            if value is None:
+                ax.text(2e6, i, "not published" if attr != "capacity_bytes" else "—",
+                        va="center", fontsize=7, color="#555555")  # fmt: skip
+                continue
+            ax.barh(i, value, color=color, zorder=3)
+            text = format_bytes(value) if unit == "B" else f"{format_bytes(value)}/s"
+            ax.text(value * 1.3, i, text, va="center", fontsize=7)
+        ax.set_xscale("log")
+        ax.set_xlim(1e6, 1e16)
+        ax.grid(True, axis="x", alpha=0.3)
+    cap_ax.set_yticks(range(len(names)), names, fontsize=8)
+    cap_ax.invert_yaxis()
+    cap_ax.set_xlabel("capacity, whole GPU (bytes, log)")
+    bw_ax.set_xlabel("bandwidth (bytes/s, log)")
+    fig.suptitle(f"The memory ladder of the {resolve_spec('spec', spec).name}", fontsize=10)
+    fig.text(0.5, 0.01, "Sources: CUDA programming and Hopper tuning guides, the spec and "
+             "interconnect registries; see gpulab/data/memory_ladder.csv", ha="center",
+             fontsize=7)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.05, 1, 1))
+    return fig, levels
+
+
+def draw_cpu_vs_gpu(style: str = "blocks"):
+    """Where the transistors go, QUALITATIVELY: a CPU spends die area on control and cache
+    for a few fast cores, a GPU on many simple arithmetic units.
+
+    The picture follows the CUDA C++ Programming Guide's Figure 1 ("The GPU devotes more
+    transistors to data processing",
+    https://docs.nvidia.com/cuda/cuda-c-programming-guide/#the-benefits-of-using-gpus);
+    the areas are not measured and no number is drawn.
+
+    Parameters
+    ----------
+    style : {"blocks"}
+        The only style so far.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    drawn : dict
+        How many cores (CPU) and ALUs (GPU) the picture shows: symbols, not counts of a chip.
+    """
+    choice("style", style, ("blocks",))
+    fig, axes = new_figure(1, 2, figsize=(8.0, 3.4))
+    for ax, chip in zip(axes, ("cpu", "gpu"), strict=True):
+        blank(ax)
+        ax.set_xlim(0, 10)
+        ax.set_ylim(0, 10.8)
+        box(ax, 0, 0, 10, 10, "", color="#FFFFFF")
+        if chip == "cpu":  # 4 big cores with their control logic, a large shared cache
+            for k in range(4):
+                x = 0.3 + (k % 2) * 4.9
+                y = 5.3 + (k // 2) * 2.2
+                box(ax, x, y, 1.8, 1.9, "control", color=PALETTE["control"], fontsize=7,
+                    text_color="w")  # fmt: skip
+                box(ax, x + 1.9, y, 2.6, 1.9, "ALU", color=PALETTE["cpu"], text_color="w")
+            box(ax, 0.3, 0.3, 9.4, 4.8, "cache", color=PALETTE["memory"], text_color="w")
+            ax.set_title("CPU: a few fast cores, much control and cache", fontsize=9)
+        else:  # rows of many small ALUs, each row with a little control and cache
+            for row in range(8):
+                y = 0.3 + row * 1.2
+                box(ax, 0.3, y, 0.6, 1.0, "", color=PALETTE["control"])
+                box(ax, 0.95, y, 0.6, 1.0, "", color=PALETTE["memory"])
+                for col in range(14):
+                    box(ax, 1.65 + col * 0.58, y, 0.5, 1.0, "", color=PALETTE["gpu"],
+                        linewidth=0.4)  # fmt: skip
+            ax.set_title("GPU: many simple ALUs, little control per ALU", fontsize=9)
+        ax.text(5, 10.3, "qualitative: areas not to scale", ha="center", fontsize=7,
+                color="#555555")  # fmt: skip
+    import matplotlib.patches as mpatches
+
+    fig.legend(handles=[mpatches.Patch(color=PALETTE["control"], label="control"),
+                        mpatches.Patch(color=PALETTE["memory"], label="cache"),
+                        mpatches.Patch(color=PALETTE["cpu"], label="ALU (CPU)"),
+                        mpatches.Patch(color=PALETTE["gpu"], label="ALU (GPU)")],
+               loc="lower center", ncol=4, fontsize=8, frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.08, 1, 1))
+    return fig, {"cpu_cores": 4, "gpu_alus": 8 * 14}
+
+
+def _anatomy(spec) -> dict:
+    from gpulab.sm import sm_architecture
+
+    the_spec = resolve_spec("spec", spec, kinds=("gpu",))
+    arch = sm_architecture(the_spec)
+    parts = arch.warp_schedulers_per_sm
+    return {
+        "name": the_spec.name,
+        "sm_count": the_spec.sm_count,
+        "architecture": arch,
+        "partitions": parts,
+        "lanes_per_partition": arch.fp32_lanes_per_sm // parts,
+        "tensor_cores_per_partition": arch.tensor_cores_per_sm // parts,
+        "register_bytes_per_partition": arch.registers_per_sm * 4 // parts,
+        "l1_shared_bytes": arch.l1_shared_per_sm_bytes,
+    }
+
+
+def _draw_sm(ax, a: dict) -> None:
+    blank(ax)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(-0.2, 10.6)
+    ax.set_aspect("auto")
+    box(ax, 0, 0, 10, 10, "", color="#FFFFFF")
+    n = a["partitions"]
+    width = 9.6 / n
+    for k in range(n):
+        x = 0.2 + k * width
+        w = width - 0.2
+        box(ax, x, 8.6, w, 1.0, "warp\nscheduler", color=PALETTE["control"], fontsize=6,
+            text_color="w")  # fmt: skip
+        box(ax, x, 7.4, w, 1.0, f"registers\n{format_bytes(a['register_bytes_per_partition'])}",
+            color=PALETTE["memory"], fontsize=6, text_color="w")  # fmt: skip
+        lanes = a["lanes_per_partition"]
+        per_row = 8
+        rows = -(-lanes // per_row)
+        lane_h = 3.2 / max(rows, 1)
+        for j in range(lanes):
+            r, c = divmod(j, per_row)
+            box(ax, x + c * w / per_row, 7.2 - (r + 1) * lane_h, w / per_row, lane_h, "",
+                color=PALETTE["gpu"], linewidth=0.3)  # fmt: skip
+        tcs = a["tensor_cores_per_partition"]
+        for t in range(tcs):
+            box(ax, x + t * w / max(tcs, 1), 2.6, w / max(tcs, 1), 1.3, "Tensor\nCore",
+                color=PALETTE["tpu"], fontsize=6, text_color="w")  # fmt: skip
+    l1 = a["l1_shared_bytes"]
+    label = (f"L1 cache + shared memory: {format_bytes(l1)}" if l1
+             else "L1 and shared memory (separate)")  # fmt: skip
+    box(ax, 0.2, 0.3, 9.6, 1.9, label, color=PALETTE["cpu"], fontsize=8, text_color="w")
+    arch = a["architecture"]
+    ax.set_title(
+        f"one SM of the {a['name']} ({arch.architecture}, {a['sm_count']} SMs)\n"
+        f"{arch.fp32_lanes_per_sm} FP32 lanes, {arch.tensor_cores_per_sm} Tensor Cores, "
+        f"{arch.max_warps_per_sm} resident warps",
+        fontsize=8,
+    )
+
+
+def draw_sm_anatomy(spec="T4", other="H100 SXM"):
+    """One streaming multiprocessor drawn from the per-SM table, beside another GPU's.
+
+    Each SM is drawn as its partitions (one warp scheduler each) with their register file,
+    FP32 lanes and Tensor Cores, over the combined L1 cache and shared memory: every count
+    and size comes from :func:`gpulab.sm_architecture` (the CUDA guide and the architecture
+    whitepapers) and the SM count from the spec registry.
+
+    Parameters
+    ----------
+    spec : DeviceSpec or str
+        An NVIDIA GPU of the registry.
+    other : DeviceSpec or str or None
+        A second GPU drawn beside it, or None for one SM only.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    drawn : list of dict
+        Per GPU: ``partitions``, ``lanes_per_partition``, ``tensor_cores_per_partition``,
+        ``register_bytes_per_partition``, ``l1_shared_bytes``, ``sm_count`` as drawn.
+    """
+    drawn = [_anatomy(spec)]
+    if other is not None:
+        drawn.append(_anatomy_named("other", other))
+    fig, axes = new_figure(1, len(drawn), figsize=(4.6 * len(drawn), 4.2), squeeze=False)
+    for ax, a in zip(axes[0], drawn, strict=True):
+        _draw_sm(ax, a)
+    import matplotlib.patches as mpatches
+
+    fig.legend(handles=[mpatches.Patch(color=PALETTE["control"], label="warp scheduler"),
+                        mpatches.Patch(color=PALETTE["memory"], label="register file"),
+                        mpatches.Patch(color=PALETTE["gpu"], label="FP32 lane"),
+                        mpatches.Patch(color=PALETTE["tpu"], label="Tensor Core"),
+                        mpatches.Patch(color=PALETTE["cpu"], label="L1 / shared")],
+               loc="lower center", ncol=5, fontsize=7, frameon=False)  # fmt: skip
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
+    return fig, drawn
+
+
+def _anatomy_named(name: str, value) -> dict:
+    """:func:`_anatomy` with errors naming ``name`` instead of ``spec``."""
+    try:
+        return _anatomy(value)
+    except ValueError as exc:
+        raise ValueError(str(exc).replace("spec=", f"{name}=", 1)) from None

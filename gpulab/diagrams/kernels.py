@@ -1,0 +1,182 @@
+"""A CUDA launch mapped onto blocks, warps and SMs; which tiles a matrix-multiply block loads."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from gpulab._checks import positive_int, resolve_spec
+from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
+from gpulab.simt import thread_map
+
+__all__ = ["WARP_SIZE", "draw_launch_mapping", "tile_loads", "draw_tiling"]
+
+#: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT
+#: Architecture": https://docs.nvidia.com/cuda/cuda-c-programming-guide/#simt-architecture).
+WARP_SIZE = 32
+
+
+def draw_launch_mapping(n: int = 1000, block: int = 256, *, spec="T4"):
+    """Grid → blocks → warps → SMs for a 1-D launch of ``n`` threads' worth of work.
+
+    Blocks and threads come from :func:`gpulab.thread_map` (``ceil(n / block)`` blocks);
+    each block is cut into warps of :data:`WARP_SIZE`; blocks are dealt to the GPU's SMs
+    (``sm_count`` from the registry) round-robin, as an illustration: the hardware's block
+    scheduler decides the real placement.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    mapping : dict
+        ``n_blocks``, ``warps_per_block``, ``idle_threads`` (in the last block),
+        ``sm_of_block`` (list), ``sm_count``.
+    """
+    n = positive_int("n", n)
+    block = positive_int("block", block)
+    the_spec = resolve_spec("spec", spec, kinds=("gpu",))
+    if block > 1024 or n > 1 << 20:
+        raise ValueError(f"block={block} must be at most 1024 and n={n} at most 2**20")
+    if not the_spec.sm_count:
+        raise ValueError(f"spec={spec!r}: the registry has no SM count for {the_spec.name}")
+    block_of, _ = thread_map(n, block)
+    n_blocks = int(block_of.max()) + 1
+    warps = -(-block // WARP_SIZE)
+    sm_of_block = [b % the_spec.sm_count for b in range(n_blocks)]
+    idle = n_blocks * block - n
+    shown = min(n_blocks, 8)
+    fig, ax = new_figure(figsize=(8.0, 3.6))
+    blank(ax)
+    ax.set_xlim(0, 10)
+    ax.set_ylim(0, 4.2)
+    ax.text(0.05, 3.85, f"grid: {n_blocks} blocks × {block} threads for n = {n:,} elements"
+            f" ({idle} threads of the last block idle)", fontsize=9)  # fmt: skip
+    width = 9.6 / shown
+    for b in range(shown):
+        x = 0.2 + b * width
+        last = b == n_blocks - 1
+        box(ax, x, 2.6, width * 0.9, 0.9, f"block {b}\n{block} threads", color=PALETTE["cpu"],
+            text_color="w")  # fmt: skip
+        for w in range(min(warps, 8)):
+            start = b * block + w * WARP_SIZE
+            active = max(0, min(WARP_SIZE, n - start))
+            color = (
+                PALETTE["gpu"]
+                if active == WARP_SIZE
+                else ("#FFFFFF" if not active else PALETTE["memory"])
+            )
+            ww = width * 0.9 / min(warps, 8)
+            box(ax, x + w * ww, 1.7, ww, 0.6, "", color=color, linewidth=0.5)
+        box(ax, x, 0.4, width * 0.9, 0.7, f"SM {sm_of_block[b]}", color="#FFFFFF")
+        ax.annotate("", (x + width * 0.45, 1.1), (x + width * 0.45, 1.7),
+                    arrowprops=dict(arrowstyle="->", lw=0.7))  # fmt: skip
+        if last and idle:
+            ax.text(x + width * 0.45, 1.45, "partly idle", ha="center", fontsize=6)
+    if n_blocks > shown:
+        ax.text(9.9, 3.05, f"… {n_blocks - shown} more", ha="right", fontsize=7)
+    ax.text(0.2, 2.4, f"warps of {WARP_SIZE} threads ({warps} per block"
+            + (", first 8 drawn" if warps > 8 else "") + "): green full, orange partly used,"
+            " white unused", fontsize=7)  # fmt: skip
+    ax.text(0.2, 0.1, f"{the_spec.name}: {the_spec.sm_count} SMs (registry); blocks dealt "
+            "round-robin here, the hardware scheduler decides in practice", fontsize=7)  # fmt: skip
+    fig.tight_layout()
+    mapping = {"n_blocks": n_blocks, "warps_per_block": warps, "idle_threads": idle,
+               "sm_of_block": sm_of_block, "sm_count": the_spec.sm_count}  # fmt: skip
+    return fig, mapping
+
+
+def tile_loads(n: int, tile: int) -> dict[str, np.ndarray]:
+    """Count the global-memory loads of each element of A and B in a tiled ``n × n`` matmul.
+
+    Block ``(i, j)`` computes the ``tile × tile`` output tile ``C[i, j]``; for each ``k`` it
+    loads tile ``A[i, k]`` and ``B[k, j]`` into shared memory once and uses each loaded
+    element ``tile`` times. The counts are made by walking the blocks, not from a formula.
+
+    Returns
+    -------
+    dict
+        ``a_loads``, ``b_loads`` (n × n arrays of load counts; ``n / tile`` everywhere),
+        ``reuse_per_load`` (``tile``), ``naive_loads`` (``n`` per element without tiling).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> counts = gl.tile_loads(8, 4)
+    >>> int(counts["a_loads"].max()), int(counts["b_loads"].min()), counts["reuse_per_load"]
+    (2, 2, 4)
+    """
+    n = positive_int("n", n)
+    tile = positive_int("tile", tile)
+    if n % tile or n > 256:
+        raise ValueError(f"tile={tile!r} must divide n={n!r}, and n be at most 256")
+    t = n // tile
+    a_loads = np.zeros((n, n), dtype=int)
+    b_loads = np.zeros((n, n), dtype=int)
+    for i in range(t):
+        for j in range(t):
+            for k in range(t):
+                a_loads[i * tile : (i + 1) * tile, k * tile : (k + 1) * tile] += 1
+                b_loads[k * tile : (k + 1) * tile, j * tile : (j + 1) * tile] += 1
+    return {"a_loads": a_loads, "b_loads": b_loads, "reuse_per_load": tile, "naive_loads": n}
+
+
+def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
+    """The tiles of A and B one block loads to compute its tile of C, with the reuse counts.
+
+    Parameters
+    ----------
+    n : int
+        Matrix size (n × n), at most 32 for a readable drawing.
+    tile : int
+        Tile size; divides n.
+    block : (int, int)
+        The block ``(row, column)`` of C to highlight.
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    counts : dict
+        :func:`tile_loads` for these sizes, plus ``block``.
+    """
+    counts = tile_loads(n, tile)
+    if n > 32:
+        raise ValueError(f"n={n!r} must be at most 32 for a readable drawing")
+    t = n // tile
+    if (not isinstance(block, (tuple, list)) or len(block) != 2
+            or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < t
+                   for v in block)):  # fmt: skip
+        raise ValueError(f"block={block!r} must be (row, column) with each in 0..{t - 1}")
+    bi, bj = block
+    fig, axes = new_figure(1, 3, figsize=(9.0, 3.4))
+    for ax, name in zip(axes, ("A", "B", "C"), strict=True):
+        blank(ax)
+        ax.set_xlim(-0.5, n + 0.5)
+        ax.set_ylim(n + 0.5, -1.8)
+        ax.set_aspect("equal")
+        for r in range(t):
+            for c in range(t):
+                if name == "A":
+                    on = r == bi
+                elif name == "B":
+                    on = c == bj
+                else:
+                    on = (r, c) == (bi, bj)
+                color = PALETTE["gpu"] if on else "#FFFFFF"
+                label = ""
+                if on and name != "C":
+                    label = f"k={c if name == 'A' else r}"
+                box(ax, c * tile, r * tile, tile, tile, label, color=color, fontsize=7,
+                    text_color="w" if on else None)  # fmt: skip
+        ax.text(n / 2, -0.9, name, ha="center", fontsize=11)
+    axes[0].text(n / 2, n + 0.4, f"row of tiles {bi}: loaded once per k", ha="center",
+                 va="top", fontsize=7)  # fmt: skip
+    axes[1].text(n / 2, n + 0.4, f"column of tiles {bj}: loaded once per k", ha="center",
+                 va="top", fontsize=7)  # fmt: skip
+    axes[2].text(n / 2, n + 0.4, f"block ({bi}, {bj}) computes this tile", ha="center",
+                 va="top", fontsize=7)  # fmt: skip
+    fig.suptitle(
+        f"{n}×{n} matmul, {tile}×{tile} tiles: each element of A and B is read from global\n"
+        f"memory {int(counts['a_loads'].max())} times (naive: {n}) and used {tile} times "
+        "from shared memory per read",
+        fontsize=9,
+    )
+    fig.tight_layout()
+    return fig, {**counts, "block": (bi, bj)}
