@@ -364,3 +364,13 @@ def test_every_diagram_has_an_opaque_white_background():
         gl.draw_input_pipeline(0.06, 0.05, 0.2, 0.1)[0],
     ]  # fmt: skip
     assert all(_opaque_white(fig) for fig in figures)
+
+
+def test_shared_memory_bandwidth_is_the_peak_its_banks_give():
+    # 128 bytes per clock per SM (32 banks x 4 bytes) at the clock the FP32 peak implies.
+    spec = gl.get_spec("H100 SXM")
+    shared = gl.memory_ladder(spec)[1]
+    lanes = gl.sm_architecture(spec).fp32_lanes_per_sm
+    clock_hz = spec.peak_flops["fp32"] / (2 * spec.sm_count * lanes)
+    assert 1.9e9 < clock_hz < 2.0e9  # H100 SXM's boost clock is 1.98 GHz
+    assert shared.bandwidth_bytes_per_s == pytest.approx(128 * spec.sm_count * clock_hz)

@@ -52,13 +52,30 @@ def _number(text: str) -> float | None:
     return float(text) if text.strip() else None
 
 
+def _computed_bandwidth(spec, bytes_per_clock_per_sm: float | None) -> float | None:
+    """Peak bytes/s of an on-chip level that serves ``bytes_per_clock_per_sm`` on every SM.
+
+    The clock is the one the registry's FP32 peak implies: FP32 FLOP/s = 2 x SMs x FP32
+    lanes per SM x clock (a fused multiply-add is 2 FLOPs).
+    """
+    if not bytes_per_clock_per_sm:
+        return None
+    from gpulab.sm import sm_architecture
+
+    lanes = sm_architecture(spec).fp32_lanes_per_sm
+    clock_hz = spec.peak_flops["fp32"] / (2 * spec.sm_count * lanes)
+    return bytes_per_clock_per_sm * spec.sm_count * clock_hz
+
+
 def memory_ladder(spec="H100 SXM") -> list[MemoryLevel]:
     """Registers → shared/L1 → L2 → device memory → host over PCIe → network, for one GPU.
 
     On-chip figures come from ``gpulab/data/memory_ladder.csv`` (each with its source;
-    per-SM capacities are multiplied by the registry's SM count); device memory from the
-    spec registry; the PCIe Gen5 and InfiniBand NDR bandwidths from the interconnect
-    registry. A level without a published figure has ``None`` there.
+    per-SM capacities are multiplied by the registry's SM count; shared memory's bandwidth is
+    a computed peak, 128 bytes per clock per SM at the clock the registry's FP32 peak
+    implies); device memory from the spec registry; the PCIe Gen5 and InfiniBand NDR
+    bandwidths from the interconnect registry. A level without a published figure has
+    ``None`` there.
 
     Examples
     --------
@@ -76,7 +93,8 @@ def memory_ladder(spec="H100 SXM") -> list[MemoryLevel]:
         per_sm = _number(r["capacity_bytes_per_sm"])
         capacity = per_sm * the_spec.sm_count if per_sm else _number(r["capacity_bytes"])
         bw = _number(r["bandwidth_gbs"])
-        levels.append(MemoryLevel(r["level"], capacity, bw * 1e9 if bw else None,
+        bw = bw * 1e9 if bw else _computed_bandwidth(the_spec, _number(r["bytes_per_clock_per_sm"]))
+        levels.append(MemoryLevel(r["level"], capacity, bw,
                                   r["source_url"], r["notes"]))  # fmt: skip
     levels.append(MemoryLevel(f"device memory ({the_spec.memory_type})", the_spec.memory_bytes,
                               the_spec.memory_bandwidth, the_spec.source_url))  # fmt: skip
