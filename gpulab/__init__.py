@@ -199,6 +199,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "ThreadContext",
     ),
     "sizing": ("scale",),
+    "sm": (
+        "list_sm_architectures",
+        "sm_architecture",
+        "SmArchitecture",
+    ),
     "specs": (
         "DeviceSpec",
         "find_spec",

@@ -246,6 +246,10 @@ BASELINES = {
     "ThreadContext": lambda: ((gl.Dim3(0), gl.Dim3(1), gl.Dim3(4), gl.Dim3(2)), {}),
     # ---- sizing
     "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
+    # ---- sm
+    "list_sm_architectures": lambda: ((), {}),
+    "sm_architecture": lambda: (("T4",), {}),
+    "SmArchitecture": lambda: _fields(gl.sm_architecture("A100 80GB")),
     # ---- specs
     "DeviceSpec": lambda: _fields(gl.get_spec("T4")),
     "find_spec": lambda: (("Tesla T4",), {}),
@@ -714,6 +718,8 @@ KINDS: dict[str, dict] = {
         "launch_price_usd": "pos",
     },
     "find_spec": {"device_name": "text"},
+    "sm_architecture": {"spec": "spec"},
+    "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
     "get_spec": {"name": "spec"},
     "train": {
         "model": [42],
