@@ -148,6 +148,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MemoryEstimate",
         "OPTIMIZERS",
     ),
+    "occupancy_calc": (
+        "matmul_waves",
+        "occupancy",
+        "Occupancy",
+        "WavePrediction",
+    ),
     "parallel": (
         "amdahl_speedup",
         "pipeline_bubble",
@@ -194,7 +200,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "simt": (
         "Dim3",
+        "KernelCounts",
         "launch",
+        "simulate",
         "thread_map",
         "ThreadContext",
     ),
@@ -242,6 +250,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "widgets": (
         "chooser_widget",
         "memory_calculator",
+        "occupancy_calculator",
         "roofline_explorer",
         "scaling_calculator",
     ),
