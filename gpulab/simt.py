@@ -29,6 +29,8 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fas
 from __future__ import annotations
 
 import itertools
+import linecache
+import re
 import sys
 import threading
 import types
@@ -268,9 +270,13 @@ class _Shared:
     def array(self, shape, dtype):
         """One array per block and call site, shared by the block's threads."""
         engine = self._engine
-        site = sys._getframe(1).f_lineno
+        frame = sys._getframe(1)
+        site = frame.f_lineno
         if site not in engine.shared:
-            name = f"shared@{site}"
+            # Named after the variable it is assigned to (``sA = cuda.shared.array(...)``).
+            line = linecache.getline(frame.f_code.co_filename, site)
+            found = re.match(r"\s*(\w+)\s*=\s*cuda\.shared\.array", line)
+            name = found[1] if found else f"shared@{site}"
             engine.shared[site] = _TracedArray(np.zeros(shape, dtype), engine, name, "shared")
         return engine.shared[site]
 
@@ -406,7 +412,8 @@ class KernelCounts:
     active_fraction : float
         Active lanes per memory request over the warp size (1.0 when no lane sits out).
     by_array : dict
-        The same counts for each array (``"A"``, ``"shared@12"``) and direction
+        The same counts for each array (``"A"``; a shared array by the variable it is
+        assigned to, ``"sA"``) and direction
         (``"load"``, ``"store"``): ``by_array["A", "load"]["sectors"]``.
     """
 
