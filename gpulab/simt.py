@@ -480,12 +480,24 @@ def _unique_per_group(group: np.ndarray, value: np.ndarray, n_groups: int) -> np
     return np.bincount(g[new], minlength=n_groups)
 
 
+def _group_ids(keys: np.ndarray) -> np.ndarray:
+    """Number the distinct rows of ``keys`` 0, 1, ... (faster than ``np.unique(axis=0)``)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=np.int64)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    ids = np.empty(len(keys), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+
 def _count(engine: _Engine) -> KernelCounts:
     log = np.array(engine.log, dtype=np.int64).reshape(-1, 8)
     array_id, byte, write = log[:, 0], log[:, 7], log[:, 5]
     # One request = one warp at one access site, for the n-th time there.
-    _, group = np.unique(log[:, [0, 1, 2, 4, 5, 6]], axis=0, return_inverse=True)
-    group = group.ravel()
+    group = _group_ids(log[:, [0, 1, 2, 4, 5, 6]])
     n_groups = int(group.max()) + 1 if len(group) else 0
     first = np.zeros(n_groups, dtype=np.int64)
     first[group[::-1]] = np.arange(len(group))[::-1]
