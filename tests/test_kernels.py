@@ -1,5 +1,8 @@
 """The kernel simulator's counts against the values the chapter derives by hand."""
 
+import os
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -176,3 +179,42 @@ def test_the_same_kernels_compile_with_numba_for_sm75_and_sm90(cc):
         assert f".target sm_{cc[0]}{cc[1]}" in ptx
         if "tiled" in kernel.__name__:
             assert "bar.sync" in ptx  # cuda.syncthreads became a barrier
+
+
+def test_numbas_own_simulator_runs_the_same_source_to_the_same_result(tmp_path):
+    pytest.importorskip("numba", reason="Numba is not installed")
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from numba import cuda\n"
+        "from gpulab.kernels import cuda_kernels as ck\n"
+        "a = np.arange(64, dtype=np.float32).reshape(8, 8)\n"
+        "b = np.ones((8, 8), dtype=np.float32)\n"
+        "c = np.zeros_like(a)\n"
+        "cuda.jit(ck.tiled_matmul(4))[(2, 2), (4, 4)](a, b, c, 8)\n"
+        "np.save('out.npy', c)\n"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    b = np.ones((8, 8), dtype=np.float32)
+    ours = np.zeros_like(a)
+    gl.simulate(ck.tiled_matmul(4), (2, 2), (4, 4), a, b, ours, 8, count=False)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), ours)
+    np.testing.assert_allclose(ours, a @ b)
+
+
+def test_divergence_shows_in_the_active_fraction():
+    def even_only(src, dst):
+        i = cuda.grid(1)  # noqa: F821 - the simulator supplies ``cuda``
+        if i % 2 == 0:
+            dst[i] = src[i]
+
+    src, dst = np.arange(64, dtype=np.float32), np.zeros(64, dtype=np.float32)
+    c = gl.simulate(even_only, 1, 64, src, dst)
+    assert c.active_fraction == 0.5
+    assert c.by_array["src", "load"]["sectors"] == 2 * 4  # half the words, same sectors
