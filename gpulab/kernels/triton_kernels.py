@@ -14,7 +14,8 @@ Examples
 >>> import torch
 >>> from gpulab.kernels import triton_kernels as tk
 >>> if tk.triton_available():
-...     x, y = torch.arange(5.0), torch.ones(5)
+...     device = "cpu" if tk.interpreted() else "cuda"
+...     x, y = torch.arange(5.0, device=device), torch.ones(5, device=device)
 ...     assert torch.equal(tk.vector_add(x, y), x + y)
 """
 
@@ -136,6 +137,8 @@ if triton is not None:
 def _check(name: str, t) -> torch.Tensor:
     if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.float16):
         raise ValueError(f"{name} must be a float32 or float16 torch tensor, got {t!r:.60}")
+    if not interpreted() and t.device.type != "cuda":
+        raise ValueError(f"{name} is on {t.device}: compiled Triton kernels need CUDA tensors")
     return t.contiguous()
 
 
