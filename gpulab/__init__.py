@@ -180,6 +180,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "MemoryEstimate",
         "OPTIMIZERS",
     ),
+    "occupancy_calc": (
+        "matmul_waves",
+        "occupancy",
+        "Occupancy",
+        "WavePrediction",
+    ),
     "parallel": (
         "amdahl_speedup",
         "pipeline_bubble",
@@ -226,7 +232,9 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     ),
     "simt": (
         "Dim3",
+        "KernelCounts",
         "launch",
+        "simulate",
         "thread_map",
         "ThreadContext",
     ),
@@ -274,6 +282,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "widgets": (
         "chooser_widget",
         "memory_calculator",
+        "occupancy_calculator",
         "roofline_explorer",
         "scaling_calculator",
     ),

@@ -1,26 +1,66 @@
-"""A tiny CUDA grid simulator: run a kernel written in CUDA's thread model on the CPU.
+"""A CUDA grid simulator on the CPU that counts what every warp asks of memory.
 
 A CUDA kernel is one function that every thread runs; each thread finds its work from
-``blockIdx``, ``blockDim`` and ``threadIdx``. ``launch`` runs such a function for every
-(block, thread) pair, one after another, so the indexing can be seen and tested on a
-machine without a GPU. It is for learning, not speed: a real GPU runs the threads at once.
+``blockIdx``, ``blockDim`` and ``threadIdx``. This module runs such functions on the CPU,
+for every (block, thread) pair, so the indexing and the memory traffic can be seen and
+tested on a machine without a GPU. It is for learning, not speed: a GPU runs the threads at
+once, this runs them one after another.
 
-See also the chapter "What a GPU is" (``book/gpu_basics.md``), "Grids, blocks and threads".
+Two ways in, one simulator underneath:
+
+* :func:`launch` runs ``kernel(ctx, *args)``, where ``ctx`` (a :class:`ThreadContext`)
+  holds CUDA's built-in variables: the first kernels of the chapter "What a GPU is".
+* :func:`simulate` runs a kernel written in **Numba's CUDA kernel language** (``cuda.grid``,
+  ``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``), the same function that
+  ``numba.cuda.jit`` compiles for a GPU. It records every global and shared-memory access,
+  groups them into warp-wide requests and counts them: 32-byte sectors requested against
+  the fewest that could serve the same bytes, 128-byte lines, shared-memory bank conflicts
+  and the fraction of a warp's lanes that were active. These are **counts, not times**.
+
+Scheduling is deterministic: the threads of a block run one at a time, in thread order,
+from one barrier (``cuda.syncthreads()``) to the next. That is one legal schedule of many,
+so a kernel that forgets a barrier fails here every time, where a GPU might get the answer
+right by luck.
+
+See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fast kernel"
+(``book/kernels.md``).
 """
 
 from __future__ import annotations
 
 import itertools
+import linecache
+import re
+import sys
+import threading
+import types
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulab._checks import non_negative_int, positive_int
+from gpulab._checks import fraction, non_negative_int, positive_int
 
-__all__ = ["Dim3", "ThreadContext", "launch", "thread_map"]
+__all__ = [
+    "Dim3",
+    "KernelCounts",
+    "ThreadContext",
+    "launch",
+    "simulate",
+    "thread_map",
+    "BANK_BYTES",
+    "LINE_BYTES",
+    "N_BANKS",
+    "SECTOR_BYTES",
+    "WARP_SIZE",
+]
 
 _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capability 2.0
+WARP_SIZE = 32  #: threads per warp on every NVIDIA GPU
+SECTOR_BYTES = 32  #: the unit in which L1/L2 move global memory
+LINE_BYTES = 128  #: a cache line: four sectors
+N_BANKS = 32  #: shared-memory banks
+BANK_BYTES = 4  #: each bank serves one 4-byte word per cycle
 
 
 @dataclass(frozen=True)
@@ -83,6 +123,238 @@ def _indices(dims: Dim3):
         yield Dim3(x, y, z)
 
 
+# --------------------------------------------------------------------------- the engine
+
+
+class _Thread:
+    """One simulated thread: where it is, and how often it reached each access site."""
+
+    __slots__ = ("ctx", "block", "linear", "warp", "lane", "seen")
+
+    def __init__(self, ctx: ThreadContext, block: int, linear: int) -> None:
+        self.ctx = ctx
+        self.block = block
+        self.linear = linear
+        self.warp, self.lane = divmod(linear, WARP_SIZE)
+        self.seen: dict = {}
+
+
+class _Engine:
+    """Runs thread bodies block by block, one thread at a time, and keeps the access log."""
+
+    def __init__(self, grid: Dim3, block: Dim3, trace: bool) -> None:
+        self.grid, self.block = grid, block
+        self.trace = trace
+        self.current: _Thread | None = None
+        self.log: list[tuple] = []  # (array id, block, warp, lane, line, write, occurrence, byte)
+        self.arrays: list[tuple[str, str, int]] = []  # array id -> (name, space, itemsize)
+        self.shared: dict = {}  # this block's shared arrays, by call site
+
+    def add_array(self, name: str, space: str, itemsize: int) -> int:
+        self.arrays.append((name, space, itemsize))
+        return len(self.arrays) - 1
+
+    def record(self, array_id: int, byte: int, line: int, write: bool) -> None:
+        t = self.current
+        key = (array_id, line, write)
+        occurrence = t.seen.get(key, 0)
+        t.seen[key] = occurrence + 1
+        self.log.append((array_id, t.block, t.warp, t.lane, line, write, occurrence, byte))
+
+    def run(self, body: Callable[[], None], barriers: bool) -> None:
+        for b, block_idx in enumerate(_indices(self.grid)):
+            threads = [
+                _Thread(ThreadContext(block_idx, thread_idx, self.block, self.grid), b, i)
+                for i, thread_idx in enumerate(_indices(self.block))
+            ]
+            self.shared = {}
+            if barriers:
+                self._run_with_barriers(threads, body)
+            else:
+                for t in threads:
+                    self.current = t
+                    body()
+        self.current = None
+
+    # A block whose kernel calls syncthreads: one OS thread per CUDA thread, but a baton
+    # lets exactly one run at a time, in thread order, from barrier to barrier.
+    def _run_with_barriers(self, threads: list[_Thread], body: Callable[[], None]) -> None:
+        gates = [threading.Semaphore(0) for _ in threads]
+        done = threading.Semaphore(0)
+        state = {"order": list(range(len(threads))), "pos": 0, "waiting": [], "error": None}
+
+        def hand_on() -> None:
+            state["pos"] += 1
+            if state["pos"] == len(state["order"]):
+                if not state["waiting"]:
+                    done.release()
+                    return
+                state["order"], state["waiting"], state["pos"] = state["waiting"], [], 0
+            gates[state["order"][state["pos"]]].release()
+
+        def syncthreads() -> None:
+            me = self.current
+            state["waiting"].append(me.linear)
+            hand_on()
+            gates[me.linear].acquire()
+            self.current = me
+
+        def worker(i: int) -> None:
+            gates[i].acquire()
+            self.current = threads[i]
+            try:
+                body()
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+                state["error"] = state["error"] or exc
+            finally:
+                hand_on()
+
+        self.syncthreads = syncthreads
+        workers = [
+            threading.Thread(target=worker, args=(i,), daemon=True) for i in range(len(threads))
+        ]
+        for w in workers:
+            w.start()
+        gates[0].release()
+        done.acquire()
+        for w in workers:
+            w.join()
+        if state["error"] is not None:
+            raise state["error"]
+
+    def syncthreads(self) -> None:  # replaced while a block with barriers runs
+        """Outside a block with barriers every thread runs to the end on its own."""
+
+
+class _TracedArray:
+    """A NumPy array seen through a kernel: every element access is logged."""
+
+    __slots__ = ("_a", "_engine", "_id", "_strides", "shape", "dtype", "size", "ndim")
+
+    def __init__(self, array: np.ndarray, engine: _Engine, name: str, space: str) -> None:
+        self._a = array
+        self._engine = engine
+        self._id = engine.add_array(name, space, array.itemsize)
+        self._strides = array.strides
+        self.shape, self.dtype, self.size, self.ndim = (
+            array.shape,
+            array.dtype,
+            array.size,
+            array.ndim,
+        )
+
+    def __len__(self) -> int:
+        return len(self._a)
+
+    def _byte(self, idx) -> int:
+        if isinstance(idx, tuple):
+            return sum(int(i) * s for i, s in zip(idx, self._strides, strict=False))
+        return int(idx) * self._strides[0]
+
+    def __getitem__(self, idx):
+        value = self._a[idx]
+        if self._engine.trace:
+            self._engine.record(self._id, self._byte(idx), sys._getframe(1).f_lineno, False)
+        return value
+
+    def __setitem__(self, idx, value) -> None:
+        self._a[idx] = value
+        if self._engine.trace:
+            self._engine.record(self._id, self._byte(idx), sys._getframe(1).f_lineno, True)
+
+
+class _Shared:
+    def __init__(self, engine: _Engine) -> None:
+        self._engine = engine
+
+    def array(self, shape, dtype):
+        """One array per block and call site, shared by the block's threads."""
+        engine = self._engine
+        frame = sys._getframe(1)
+        site = frame.f_lineno
+        if site not in engine.shared:
+            # Named after the variable it is assigned to (``sA = cuda.shared.array(...)``).
+            line = linecache.getline(frame.f_code.co_filename, site)
+            found = re.match(r"\s*(\w+)\s*=\s*cuda\.shared\.array", line)
+            name = found[1] if found else f"shared@{site}"
+            engine.shared[site] = _TracedArray(np.zeros(shape, dtype), engine, name, "shared")
+        return engine.shared[site]
+
+
+class _Local:
+    @staticmethod
+    def array(shape, dtype):
+        """Per-thread scratch (registers or local memory): not counted."""
+        return np.zeros(shape, dtype)
+
+
+class _Atomic:
+    @staticmethod
+    def add(array, idx, value):
+        """Threads run one at a time here, so a read-modify-write is atomic."""
+        old = array[idx]
+        array[idx] = old + value
+        return old
+
+
+class _SimCuda:
+    """The part of ``numba.cuda`` a kernel uses, answered for the thread that is running."""
+
+    warpsize = WARP_SIZE
+
+    def __init__(self, engine: _Engine) -> None:
+        self._engine = engine
+        self.shared = _Shared(engine)
+        self.local = _Local()
+        self.atomic = _Atomic()
+
+    @property
+    def threadIdx(self) -> Dim3:  # noqa: N802 - numba.cuda's names
+        return self._engine.current.ctx.threadIdx
+
+    @property
+    def blockIdx(self) -> Dim3:  # noqa: N802
+        return self._engine.current.ctx.blockIdx
+
+    @property
+    def blockDim(self) -> Dim3:  # noqa: N802
+        return self._engine.block
+
+    @property
+    def gridDim(self) -> Dim3:  # noqa: N802
+        return self._engine.grid
+
+    @property
+    def laneid(self) -> int:
+        return self._engine.current.lane
+
+    def grid(self, ndim: int):
+        ctx = self._engine.current.ctx
+        b, t, d = ctx.blockIdx, ctx.threadIdx, ctx.blockDim
+        xyz = (b.x * d.x + t.x, b.y * d.y + t.y, b.z * d.z + t.z)
+        return xyz[0] if ndim == 1 else xyz[:ndim]
+
+    def gridsize(self, ndim: int):
+        g, d = self._engine.grid, self._engine.block
+        xyz = (g.x * d.x, g.y * d.y, g.z * d.z)
+        return xyz[0] if ndim == 1 else xyz[:ndim]
+
+    def syncthreads(self) -> None:
+        self._engine.syncthreads()
+
+
+def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
+    if not callable(kernel):
+        raise ValueError(f"kernel={kernel!r} must be a function {what}")
+    grid_dim, block_dim = Dim3.of(grid, "grid"), Dim3.of(block, "block")
+    if block_dim.size > _MAX_THREADS_PER_BLOCK:
+        raise ValueError(
+            f"block={block!r} has {block_dim.size} threads; CUDA allows at most "
+            f"{_MAX_THREADS_PER_BLOCK} per block"
+        )
+    return grid_dim, block_dim
+
+
 def launch(kernel: Callable[..., None], grid, block, *args) -> None:
     """Run ``kernel(ctx, *args)`` for every thread of every block: ``kernel<<<grid, block>>>``.
 
@@ -106,17 +378,246 @@ def launch(kernel: Callable[..., None], grid, block, *args) -> None:
     >>> out
     array([1., 2., 3., 4., 5.])
     """
-    if not callable(kernel):
-        raise ValueError(f"kernel={kernel!r} must be a function kernel(ctx, *args)")
-    grid_dim, block_dim = Dim3.of(grid, "grid"), Dim3.of(block, "block")
-    if block_dim.size > _MAX_THREADS_PER_BLOCK:
-        raise ValueError(
-            f"block={block!r} has {block_dim.size} threads; CUDA allows at most "
-            f"{_MAX_THREADS_PER_BLOCK} per block"
+    grid_dim, block_dim = _check_launch(kernel, grid, block, "kernel(ctx, *args)")
+    engine = _Engine(grid_dim, block_dim, trace=False)
+    engine.run(lambda: kernel(engine.current.ctx, *args), barriers=False)
+
+
+# --------------------------------------------------------------------------- counting
+
+
+@dataclass(frozen=True)
+class KernelCounts:
+    """What a simulated kernel asked of memory, counted warp by warp (not a time).
+
+    A *request* is one warp executing one load or store instruction: the accesses of the
+    warp's active lanes at the same place in the kernel.
+
+    Attributes
+    ----------
+    global_loads, global_stores : int
+        Element accesses to global memory by single threads.
+    global_requests : int
+        Warp-wide global loads and stores.
+    sectors : int
+        32-byte sectors those requests touch, summed over requests (a sector two requests
+        both touch counts twice: no cache is modelled).
+    ideal_sectors : int
+        The fewest sectors that hold the same bytes, request by request.
+    lines : int
+        128-byte lines touched, summed over requests (the "transactions" of older GPUs).
+    shared_requests, shared_wavefronts : int
+        Warp-wide shared-memory accesses, and the passes the banks need to serve them
+        (one per request without bank conflicts).
+    active_fraction : float
+        Active lanes per memory request over the warp size (1.0 when no lane sits out).
+    by_array : dict
+        The same counts for each array (``"A"``; a shared array by the variable it is
+        assigned to, ``"sA"``) and direction
+        (``"load"``, ``"store"``): ``by_array["A", "load"]["sectors"]``.
+    """
+
+    global_loads: int
+    global_stores: int
+    global_requests: int
+    sectors: int
+    ideal_sectors: int
+    lines: int
+    shared_requests: int
+    shared_wavefronts: int
+    active_fraction: float
+    by_array: dict = field(default_factory=dict, compare=False, repr=False)
+
+    label = "counted by the simulator (counts, not times)"
+
+    def __post_init__(self) -> None:
+        for name in (
+            "global_loads", "global_stores", "global_requests", "sectors", "ideal_sectors",
+            "lines", "shared_requests", "shared_wavefronts",
+        ):  # fmt: skip
+            non_negative_int(name, getattr(self, name))
+        fraction("active_fraction", self.active_fraction)
+        if not isinstance(self.by_array, dict):
+            raise ValueError(f"by_array={self.by_array!r} must be a dict")
+
+    @property
+    def sector_efficiency(self) -> float:
+        """Ideal sectors over sectors touched: 1.0 for perfectly coalesced access."""
+        return self.ideal_sectors / self.sectors if self.sectors else 1.0
+
+    @property
+    def bank_conflicts(self) -> int:
+        """Extra shared-memory passes: wavefronts beyond one per request."""
+        return self.shared_wavefronts - self.shared_requests
+
+    @property
+    def global_bytes(self) -> int:
+        """Bytes the touched sectors hold: what DRAM would move without cache hits."""
+        return self.sectors * SECTOR_BYTES
+
+    def summary(self) -> str:
+        """A few lines for a reader, labelled as counts."""
+        return (
+            f"{self.label}\n"
+            f"  global: {self.global_loads} loads, {self.global_stores} stores by threads = "
+            f"{self.global_requests} warp requests\n"
+            f"  sectors touched {self.sectors} (ideal {self.ideal_sectors}, efficiency "
+            f"{self.sector_efficiency:.0%}), 128-byte lines {self.lines}\n"
+            f"  shared: {self.shared_requests} warp requests, {self.bank_conflicts} extra "
+            f"passes from bank conflicts\n"
+            f"  active lanes per request: {self.active_fraction:.0%}"
         )
-    for block_idx in _indices(grid_dim):
-        for thread_idx in _indices(block_dim):
-            kernel(ThreadContext(block_idx, thread_idx, block_dim, grid_dim), *args)
+
+
+def _unique_per_group(group: np.ndarray, value: np.ndarray, n_groups: int) -> np.ndarray:
+    """How many distinct ``value`` each group holds."""
+    if len(group) == 0:
+        return np.zeros(n_groups, dtype=np.int64)
+    order = np.lexsort((value, group))
+    g, v = group[order], value[order]
+    new = np.ones(len(g), dtype=bool)
+    new[1:] = (g[1:] != g[:-1]) | (v[1:] != v[:-1])
+    return np.bincount(g[new], minlength=n_groups)
+
+
+def _group_ids(keys: np.ndarray) -> np.ndarray:
+    """Number the distinct rows of ``keys`` 0, 1, ... (faster than ``np.unique(axis=0)``)."""
+    if len(keys) == 0:
+        return np.zeros(0, dtype=np.int64)
+    order = np.lexsort(keys.T[::-1])
+    ordered = keys[order]
+    new = np.ones(len(keys), dtype=np.int64)
+    new[1:] = (ordered[1:] != ordered[:-1]).any(axis=1)
+    ids = np.empty(len(keys), dtype=np.int64)
+    ids[order] = np.cumsum(new) - 1
+    return ids
+
+
+def _count(engine: _Engine) -> KernelCounts:
+    log = np.array(engine.log, dtype=np.int64).reshape(-1, 8)
+    array_id, byte, write = log[:, 0], log[:, 7], log[:, 5]
+    # One request = one warp at one access site, for the n-th time there.
+    group = _group_ids(log[:, [0, 1, 2, 4, 5, 6]])
+    n_groups = int(group.max()) + 1 if len(group) else 0
+    first = np.zeros(n_groups, dtype=np.int64)
+    first[group[::-1]] = np.arange(len(group))[::-1]
+    g_array, g_write = array_id[first], write[first]
+    lanes = np.bincount(group, minlength=n_groups)
+    itemsize = np.array([a[2] for a in engine.arrays], dtype=np.int64)
+    is_global = np.array([a[1] == "global" for a in engine.arrays], dtype=bool)
+
+    sectors = _unique_per_group(group, byte // SECTOR_BYTES, n_groups)
+    lines = _unique_per_group(group, byte // LINE_BYTES, n_groups)
+    ideal = -(-_unique_per_group(group, byte, n_groups) * itemsize[g_array] // SECTOR_BYTES)
+    word = byte // BANK_BYTES
+    # Passes a shared request needs: the most distinct words asked of any one bank.
+    bank_group = group * N_BANKS + word % N_BANKS
+    per_bank = _unique_per_group(bank_group, word, n_groups * N_BANKS).reshape(-1, N_BANKS)
+    wavefronts = per_bank.max(axis=1) if n_groups else np.zeros(0, dtype=np.int64)
+
+    by_array = {}
+    for a, (name, space, _) in enumerate(engine.arrays):
+        for w, kind in ((0, "load"), (1, "store")):
+            sel = (g_array == a) & (g_write == w)
+            if not sel.any():
+                continue
+            row = {"space": space, "accesses": int(lanes[sel].sum()), "requests": int(sel.sum())}
+            if space == "global":
+                row.update(
+                    sectors=int(sectors[sel].sum()),
+                    ideal_sectors=int(ideal[sel].sum()),
+                    lines=int(lines[sel].sum()),
+                )
+            else:
+                row.update(wavefronts=int(wavefronts[sel].sum()))
+            by_array[name, kind] = row
+
+    glob = is_global[g_array] if n_groups else np.zeros(0, dtype=bool)
+    return KernelCounts(
+        global_loads=int(lanes[glob & (g_write == 0)].sum()),
+        global_stores=int(lanes[glob & (g_write == 1)].sum()),
+        global_requests=int(glob.sum()),
+        sectors=int(sectors[glob].sum()),
+        ideal_sectors=int(ideal[glob].sum()),
+        lines=int(lines[glob].sum()),
+        shared_requests=int((~glob).sum()),
+        shared_wavefronts=int(wavefronts[~glob].sum()),
+        active_fraction=float(lanes.sum() / (n_groups * WARP_SIZE)) if n_groups else 1.0,
+        by_array=by_array,
+    )
+
+
+def _names(kernel: Callable) -> list[str]:
+    code = kernel.__code__
+    return list(code.co_varnames[: code.co_argcount])
+
+
+def _uses_barrier(code: types.CodeType) -> bool:
+    if "syncthreads" in code.co_names:
+        return True
+    return any(isinstance(c, types.CodeType) and _uses_barrier(c) for c in code.co_consts)
+
+
+def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True):
+    """Run a Numba CUDA kernel on the CPU, ``kernel[grid, block](*args)``, and count its accesses.
+
+    Parameters
+    ----------
+    kernel : function
+        A kernel in Numba's CUDA kernel language, as a plain Python function (the function
+        ``numba.cuda.jit`` would compile), or the dispatcher ``numba.cuda.jit`` returned.
+        It refers to ``cuda`` (and may refer to ``float32``) as globals.
+    grid, block : int or tuple of int
+        Blocks in the grid and threads per block (at most 1024 threads per block).
+    *args
+        NumPy arrays (global memory; written in place, as on a GPU) and scalars.
+    count : bool
+        Record and count every access (the default); ``False`` only runs the kernel, faster.
+
+    Returns
+    -------
+    KernelCounts or None
+        The counts, labelled as such; None when ``count`` is False.
+
+    Examples
+    --------
+    A copy in which thread ``i`` reads element ``i * stride``: with stride 1 a warp's 32
+    four-byte reads fill 4 sectors; with stride 2 they touch 8.
+
+    >>> import numpy as np, gpulab as gl
+    >>> def copy(src, dst, stride):
+    ...     i = cuda.grid(1)
+    ...     dst[i] = src[i * stride]
+    >>> src, dst = np.arange(64, dtype=np.float32), np.zeros(32, dtype=np.float32)
+    >>> gl.simulate(copy, 1, 32, src, dst, 1).by_array["src", "load"]["sectors"]
+    4
+    >>> c = gl.simulate(copy, 1, 32, src, dst, 2)
+    >>> c.by_array["src", "load"]["sectors"], dst[:3]
+    (8, array([0., 2., 4.], dtype=float32))
+    """
+    kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
+    if not isinstance(kernel, types.FunctionType):
+        raise ValueError(f"kernel={kernel!r} must be a Python function in Numba's CUDA style")
+    grid_dim, block_dim = _check_launch(kernel, grid, block, "in Numba's CUDA style")
+    if not isinstance(count, bool):
+        raise ValueError(f"count={count!r} must be True or False")
+    names = _names(kernel)
+    if len(args) != len(names):
+        raise ValueError(
+            f"args: the kernel takes {len(names)} arguments ({names}), got {len(args)}"
+        )
+    engine = _Engine(grid_dim, block_dim, trace=count)
+    sim_globals = dict(kernel.__globals__)
+    sim_globals.update(cuda=_SimCuda(engine), float32=np.float32)
+    body = types.FunctionType(
+        kernel.__code__, sim_globals, kernel.__name__, kernel.__defaults__, kernel.__closure__
+    )
+    wrapped = [
+        _TracedArray(a, engine, name, "global") if isinstance(a, np.ndarray) else a
+        for a, name in zip(args, names, strict=True)
+    ]
+    engine.run(lambda: body(*wrapped), barriers=_uses_barrier(kernel.__code__))
+    return _count(engine) if count else None
 
 
 def thread_map(n: int, block: int) -> tuple[np.ndarray, np.ndarray]:

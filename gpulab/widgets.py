@@ -9,9 +9,11 @@
                              FLOP/s and what bounds it (:func:`gpulab.roofline_readout`)
 :func:`memory_calculator`    model size, batch, precision, optimizer → training memory and
                              the GPUs that hold it (:func:`gpulab.memory_report`)
+:func:`occupancy_calculator` threads, registers, shared memory per block, device → resident
+                             warps per SM and the limiting resource (:func:`gpulab.occupancy`)
 ===========================  ==============================================================
 
-All four behave alike. They check their arguments first (bad input raises ``ValueError``,
+All five behave alike. They check their arguments first (bad input raises ``ValueError``,
 device names are looked up as forgivingly as everywhere else, so ``"h100 sxm"`` works).
 They return an ``ipywidgets.VBox`` whose output area already shows the report for the values
 given, so a recorded notebook shows a useful answer, and which follows the controls. Without
@@ -28,7 +30,13 @@ import math
 from gpulab._checks import choice, non_negative_int, positive_int, positive_number, resolve_spec
 from gpulab.training_time import DEFAULT_UTILISATION
 
-__all__ = ["chooser_widget", "memory_calculator", "roofline_explorer", "scaling_calculator"]
+__all__ = [
+    "chooser_widget",
+    "memory_calculator",
+    "occupancy_calculator",
+    "roofline_explorer",
+    "scaling_calculator",
+]
 
 _STYLE = {"description_width": "160px"}
 _WIDTH = "440px"
@@ -467,6 +475,69 @@ def memory_calculator(
 
     def update(_change=None) -> None:
         _show(out, report(*(control.value for control in controls)))
+
+    _watch(controls, update)
+    update()
+    return w.VBox([*controls, out])
+
+
+# --- the occupancy calculator ----------------------------------------------------------------
+
+
+def occupancy_calculator(
+    spec="Tesla T4",
+    *,
+    threads_per_block: int = 256,
+    registers_per_thread: int = 32,
+    shared_per_block_bytes: int = 0,
+):
+    """Threads, registers and shared memory per block, device → resident warps per SM.
+
+    Returns
+    -------
+    ipywidgets.VBox or None
+        The controls and an output area with :func:`gpulab.occupancy`'s summary and the
+        limiting resource (None without ipywidgets).
+    """
+    from gpulab.occupancy_calc import occupancy
+    from gpulab.sm import sm_architecture
+
+    first = occupancy(spec, threads_per_block, registers_per_thread, shared_per_block_bytes)
+    w = _ipywidgets()
+    if w is None:
+        _fallback("occupancy calculator", first.summary())
+        return None
+
+    from gpulab.specs import list_specs
+
+    names = []
+    for s in list_specs("gpu"):
+        try:
+            sm_architecture(s)
+        except ValueError:
+            continue
+        names.append(s.name)
+    device = resolve_spec("spec", spec).name if first.device in names else names[0]
+    controls = [
+        _control(w, w.Dropdown, "Device", device, options=names),
+        _control(
+            w, w.IntSlider, "Threads/block", first.threads_per_block, min=32, max=1024, step=32
+        ),
+        _control(w, w.IntSlider, "Registers/thread", first.registers_per_thread, min=0, max=255),
+        _control(
+            w, w.IntSlider, "Shared bytes/block", first.shared_per_block_bytes,
+            min=0, max=227 * 1024, step=256,
+        ),
+    ]  # fmt: skip
+    out = w.Output()
+
+    def update(_change=None) -> None:
+        dev, threads, regs, shared = (c.value for c in controls)
+        try:
+            text = occupancy(dev, threads, regs, shared).summary()
+        except ValueError as exc:  # e.g. more shared memory than this device allows a block
+            text = str(exc)
+        _show(out, text)
 
     _watch(controls, update)
     update()

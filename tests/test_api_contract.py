@@ -30,6 +30,7 @@ import tempfile
 from pathlib import Path
 
 import matplotlib
+import numpy as _np
 
 matplotlib.use("Agg")
 
@@ -72,6 +73,14 @@ def _tiny_training():
     return (model, batches), dict(
         optimizer=torch.optim.SGD(model.parameters(), lr=0.1), progress=False, device="cpu"
     )
+
+
+def _copy_kernel(src, dst):
+    dst[cuda.grid(1)] = src[cuda.grid(1)]  # noqa: F821 - the simulator supplies ``cuda``
+
+
+def _copy_args():
+    return _np.arange(32, dtype=_np.float32), _np.zeros(32, dtype=_np.float32)
 
 
 def _committed_report() -> dict:
@@ -267,9 +276,20 @@ BASELINES = {
     "Dim3": lambda: ((2, 2, 1), {}),
     "launch": lambda: ((lambda ctx: None, 2, 4), {}),
     "thread_map": lambda: ((10, 4), {}),
+    "simulate": lambda: ((lambda: None, 2, 4), {}),
+    "KernelCounts": lambda: _fields(gl.simulate(_copy_kernel, 1, 32, *_copy_args())),
     "ThreadContext": lambda: ((gl.Dim3(0), gl.Dim3(1), gl.Dim3(4), gl.Dim3(2)), {}),
     # ---- sizing
     "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
+    # ---- occupancy
+    "occupancy": lambda: (("T4", 256, 32, 1024), {}),
+    "Occupancy": lambda: _fields(gl.occupancy("A100 80GB", 256, 64)),
+    "matmul_waves": lambda: (("A100 80GB", 3072), dict(tile=128, precision="fp16")),
+    "WavePrediction": lambda: _fields(gl.matmul_waves("T4", 1000)),
+    "occupancy_calculator": lambda: (
+        ("T4",),
+        dict(threads_per_block=256, registers_per_thread=32, shared_per_block_bytes=0),
+    ),
     # ---- sm
     "list_sm_architectures": lambda: ((), {}),
     "sm_architecture": lambda: (("T4",), {}),
@@ -525,6 +545,21 @@ KINDS: dict[str, dict] = {
     },
     "launch": {"kernel": [42], "grid": "count", "block": "count"},
     "thread_map": {"n": "count", "block": "count"},
+    "simulate": {"kernel": [42, "copy"], "grid": "count", "block": "count"},
+    "KernelCounts": {"active_fraction": "frac"},
+    "occupancy": {"spec": "spec", "threads_per_block": "count"},
+    "Occupancy": {"limiter": "choice", "threads_per_block": "count", "max_warps_per_sm": "count"},
+    "matmul_waves": {"spec": "spec", "n": "count", "tile": "count", "precision": "choice"},
+    "WavePrediction": {
+        "n": "count",
+        "tile": "count",
+        "tiles": "count",
+        "sm_count": "count",
+        "waves": "count",
+        "time_s": "pos",
+        "ideal_time_s": "pos",
+    },
+    "occupancy_calculator": {"spec": "spec", "threads_per_block": "count"},
     "scale": {"cpu": None, "gpu": None, "mps": None, "device": "device"},
     "plot_spec_trend": {"specs": ["T4", [42]]},
     "plot_measured_vs_predicted": {

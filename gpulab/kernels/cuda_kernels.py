@@ -1,0 +1,156 @@
+"""Thread-level kernels in Numba's CUDA kernel language: one source, CPU simulator or GPU.
+
+Each function here is a CUDA kernel written in Python the way ``numba.cuda.jit`` expects.
+:func:`gpulab.simulate` runs it on a CPU and counts its memory accesses; on a machine with
+an NVIDIA GPU and Numba, :func:`compile_for_gpu` compiles the very same function.
+Kernels whose shared-memory tile size is a compile-time constant come from a factory
+(``tiled_matmul(16)``), as in CUDA C++ where the tile is a template parameter.
+
+The CUDA C++ listings in the chapter "Inside a fast kernel" are the same kernels.
+
+Examples
+--------
+>>> import numpy as np, gpulab as gl
+>>> from gpulab.kernels import cuda_kernels as ck
+>>> a = np.arange(16, dtype=np.float32).reshape(4, 4)
+>>> out = np.zeros_like(a)
+>>> counts = gl.simulate(ck.transpose_shared(4, padded=True), (1, 1), (4, 4), a, out, 4)
+>>> bool((out == a.T).all()), counts.bank_conflicts
+(True, 0)
+"""
+
+from __future__ import annotations
+
+try:  # only for compiling on a GPU; the simulator supplies its own ``cuda``
+    from numba import cuda, float32
+except ImportError:  # pragma: no cover - Numba is optional
+    cuda = None
+    from numpy import float32
+
+__all__ = [
+    "compile_for_gpu",
+    "copy_gather",
+    "copy_strided",
+    "matmul_naive",
+    "numba_cuda_available",
+    "tiled_matmul",
+    "transpose_shared",
+]
+
+
+def copy_strided(src, dst, stride):
+    """``dst[i] = src[(i * stride) % len(src)]``: thread i reads ``stride`` elements apart.
+
+    Stride 1 is coalesced: a warp's 32 neighbouring threads read 32 neighbouring floats.
+    """
+    i = cuda.grid(1)
+    if i < dst.shape[0]:
+        dst[i] = src[(i * stride) % src.shape[0]]
+
+
+def copy_gather(src, dst, index):
+    """``dst[i] = src[index[i]]``: a gather through an index array (random when it is)."""
+    i = cuda.grid(1)
+    if i < dst.shape[0]:
+        dst[i] = src[index[i]]
+
+
+def matmul_naive(A, B, C, n):  # noqa: N803 - matrix names as in the chapter
+    """``C = A @ B`` for n x n matrices, one thread per element of C, no reuse."""
+    row, col = cuda.grid(2)[1], cuda.grid(2)[0]
+    if row < n and col < n:
+        acc = float32(0.0)
+        for k in range(n):
+            acc += A[row, k] * B[k, col]
+        C[row, col] = acc
+
+
+def tiled_matmul(tile: int, *, barrier: bool = True):
+    """``C = A @ B`` with ``tile`` x ``tile`` tiles of A and B staged in shared memory.
+
+    Launch with ``block=(tile, tile)`` and ``grid=(n // tile, n // tile)``; ``n`` must be a
+    multiple of ``tile``. Each element of A and B is read from global memory ``n / tile``
+    times instead of ``n`` times. ``barrier=False`` leaves out the two ``syncthreads``: the
+    bug the chapter demonstrates.
+    """
+    if barrier:
+
+        def kernel(A, B, C, n):  # noqa: N803
+            sA = cuda.shared.array((tile, tile), float32)  # noqa: N806
+            sB = cuda.shared.array((tile, tile), float32)  # noqa: N806
+            tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+            row = cuda.blockIdx.y * tile + ty
+            col = cuda.blockIdx.x * tile + tx
+            acc = float32(0.0)
+            for t in range(n // tile):
+                sA[ty, tx] = A[row, t * tile + tx]
+                sB[ty, tx] = B[t * tile + ty, col]
+                cuda.syncthreads()  # the whole tile is loaded before anyone reads it
+                for k in range(tile):
+                    acc += sA[ty, k] * sB[k, tx]
+                cuda.syncthreads()  # everyone is done with it before it is overwritten
+            C[row, col] = acc
+
+    else:
+
+        def kernel(A, B, C, n):  # noqa: N803
+            sA = cuda.shared.array((tile, tile), float32)  # noqa: N806
+            sB = cuda.shared.array((tile, tile), float32)  # noqa: N806
+            tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+            row = cuda.blockIdx.y * tile + ty
+            col = cuda.blockIdx.x * tile + tx
+            acc = float32(0.0)
+            for t in range(n // tile):
+                sA[ty, tx] = A[row, t * tile + tx]
+                sB[ty, tx] = B[t * tile + ty, col]
+                for k in range(tile):
+                    acc += sA[ty, k] * sB[k, tx]
+            C[row, col] = acc
+
+    kernel.__name__ = f"tiled_matmul_{tile}" + ("" if barrier else "_no_barrier")
+    return kernel
+
+
+def transpose_shared(tile: int, *, padded: bool):
+    """``out = a.T`` through a ``tile`` x ``tile`` shared-memory tile.
+
+    A warp writes a row of the tile and reads a column. Without padding the column's 32
+    words sit in the same bank (a 32-way conflict); one extra column (``tile + 1``) moves
+    each row by one bank, and the conflict disappears. Launch with ``block=(tile, tile)``
+    and ``grid=(n // tile, n // tile)``.
+    """
+    width = tile + 1 if padded else tile
+
+    def kernel(a, out, n):
+        s = cuda.shared.array((tile, width), float32)
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        bx, by = cuda.blockIdx.x * tile, cuda.blockIdx.y * tile
+        s[ty, tx] = a[by + ty, bx + tx]  # coalesced read of a row of a
+        cuda.syncthreads()
+        out[bx + ty, by + tx] = s[tx, ty]  # coalesced write; the tile is read by column
+
+    kernel.__name__ = f"transpose_{'padded' if padded else 'unpadded'}_{tile}"
+    return kernel
+
+
+def numba_cuda_available() -> bool:
+    """Whether Numba is installed and sees a CUDA GPU it can compile for."""
+    if cuda is None:
+        return False
+    try:
+        return bool(cuda.is_available())
+    except Exception:  # noqa: BLE001 - a broken driver means "no"
+        return False
+
+
+def compile_for_gpu(kernel):
+    """``numba.cuda.jit(kernel)``: the same function, compiled for the GPU.
+
+    Raises
+    ------
+    RuntimeError
+        Where Numba or a CUDA GPU is missing (check :func:`numba_cuda_available` first).
+    """
+    if not numba_cuda_available():
+        raise RuntimeError("compiling for a GPU needs Numba and an NVIDIA GPU it can see")
+    return cuda.jit(kernel)

@@ -1,0 +1,220 @@
+"""The kernel simulator's counts against the values the chapter derives by hand."""
+
+import os
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+
+import gpulab as gl
+from gpulab.kernels import cuda_kernels as ck
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.mark.parametrize(
+    "stride, sectors, lines",
+    [(1, 4, 1), (2, 8, 2), (4, 16, 4), (8, 32, 8), (16, 32, 16), (32, 32, 32)],
+)
+def test_a_warps_strided_fp32_reads_touch_the_derived_sectors(stride, sectors, lines):
+    src = np.arange(32 * 64, dtype=np.float32)
+    dst = np.zeros(256, dtype=np.float32)
+    counts = gl.simulate(ck.copy_strided, 1, 256, src, dst, stride)
+    load = counts.by_array["src", "load"]
+    assert load["requests"] == 8  # 256 threads = 8 warps, one load each
+    assert load["sectors"] == 8 * sectors and load["lines"] == 8 * lines
+    assert load["ideal_sectors"] == 8 * 4  # 32 floats = 128 bytes = 4 sectors
+    np.testing.assert_array_equal(dst, src[(np.arange(256) * stride) % len(src)])
+    # the stores are coalesced whatever the stride
+    assert counts.by_array["dst", "store"]["sectors"] == 8 * 4
+
+
+def test_sector_efficiency_of_the_whole_copy():
+    src, dst = np.arange(4096, dtype=np.float32), np.zeros(128, dtype=np.float32)
+    assert gl.simulate(ck.copy_strided, 1, 128, src, dst, 1).sector_efficiency == 1.0
+    # stride 32: loads 4/32 efficient, stores 4/4: (16 + 16) / (128 + 16)
+    c = gl.simulate(ck.copy_strided, 1, 128, src, dst, 32)
+    assert (c.ideal_sectors, c.sectors) == (32, 144)
+    assert c.global_bytes == 144 * 32
+
+
+def test_random_gather_touches_about_one_sector_per_thread():
+    src, dst = np.arange(1 << 16, dtype=np.float32), np.zeros(256, dtype=np.float32)
+    index = RNG.integers(0, len(src), 256)
+    c = gl.simulate(ck.copy_gather, 1, 256, src, dst, index)
+    assert 8 * 30 <= c.by_array["src", "load"]["sectors"] <= 8 * 32
+    np.testing.assert_array_equal(dst, src[index])
+
+
+def test_a_partial_last_warp_shows_in_the_active_fraction():
+    src, dst = np.arange(64, dtype=np.float32), np.zeros(40, dtype=np.float32)
+    c = gl.simulate(ck.copy_strided, 1, 64, src, dst, 1)  # 40 of 64 threads do work
+    assert c.active_fraction == pytest.approx(40 / 64)
+    assert c.global_loads == 40 and c.global_requests == 4
+
+
+def test_the_transpose_bank_conflicts_the_chapter_derives():
+    a = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
+    results = {}
+    for padded in (False, True):
+        out = np.zeros_like(a)
+        results[padded] = gl.simulate(
+            ck.transpose_shared(32, padded=padded), 1, (32, 32), a, out, 32
+        )
+        np.testing.assert_array_equal(out, a.T)
+    unpadded, padded = results[False], results[True]
+    # 32 warps each store a tile row (no conflict) and read a tile column.
+    assert unpadded.shared_requests == padded.shared_requests == 64
+    assert padded.bank_conflicts == 0
+    assert unpadded.by_array["s", "load"]["wavefronts"] == 32 * 32  # 32-way each
+    assert unpadded.bank_conflicts == 32 * 31
+    assert unpadded.sectors == padded.sectors  # global traffic is the same
+
+
+@pytest.mark.parametrize("tile", [8, 16, 32])
+def test_tiled_matmul_global_loads_match_the_formula(tile):
+    n = 32
+    A = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    B = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    C = np.zeros_like(A)  # noqa: N806
+    c = gl.simulate(ck.tiled_matmul(tile), (n // tile, n // tile), (tile, tile), A, B, C, n)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-4, atol=1e-4)
+    assert c.global_loads == 2 * n**3 // tile  # each element of A and B read n / tile times
+    assert c.global_stores == n * n
+    assert c.bank_conflicts == 0
+
+
+def test_naive_matmul_reads_every_operand_n_times():
+    n = 16
+    A = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    B = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    C = np.zeros_like(A)  # noqa: N806
+    c = gl.simulate(ck.matmul_naive, (1, 1), (16, 16), A, B, C, n)
+    np.testing.assert_allclose(C, A @ B, rtol=1e-4, atol=1e-4)
+    assert c.global_loads == 2 * n**3
+
+
+def test_a_missing_barrier_gives_the_same_wrong_answer_every_time():
+    n, tile = 16, 8
+    A = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    B = RNG.standard_normal((n, n)).astype(np.float32)  # noqa: N806
+    wrong = []
+    for _ in range(2):
+        C = np.zeros_like(A)  # noqa: N806
+        gl.simulate(ck.tiled_matmul(tile, barrier=False), (2, 2), (8, 8), A, B, C, n, count=False)
+        wrong.append(C)
+    assert np.abs(wrong[0] - A @ B).max() > 1.0
+    np.testing.assert_array_equal(wrong[0], wrong[1])
+
+
+def test_a_kernel_error_in_a_block_with_barriers_reaches_the_caller():
+    def bad(a):
+        cuda.syncthreads()  # noqa: F821 - the simulator supplies ``cuda``
+        a[cuda.threadIdx.x + 100] = 1.0  # noqa: F821
+
+    with pytest.raises(IndexError):
+        gl.simulate(bad, 1, 4, np.zeros(8, dtype=np.float32))
+
+
+def test_launch_and_simulate_share_the_engine():
+    # gl.launch's ctx-style kernels and Numba-style kernels index threads identically.
+    seen_launch = []
+    gl.launch(lambda ctx: seen_launch.append(ctx.global_x), 3, 4)
+
+    def k(out):
+        out[cuda.grid(1)] = cuda.grid(1)  # noqa: F821
+
+    out = np.zeros(12)
+    gl.simulate(k, 3, 4, out, count=False)
+    assert seen_launch == list(range(12)) == out.astype(int).tolist()
+
+
+def test_the_lab_sizes_run_within_the_cpu_budget():
+    # The lab simulates copies of 4096 elements and a 32 x 32 tiled matmul; on a loaded
+    # 2-core machine they must stay well inside its 60 s budget. The bound is loose (20 s
+    # for work that takes about 2 s) so that a busy machine does not fail it.
+    src, dst = np.arange(32 * 4096, dtype=np.float32), np.zeros(4096, dtype=np.float32)
+    A = RNG.standard_normal((32, 32)).astype(np.float32)  # noqa: N806
+    start = time.process_time()
+    gl.simulate(ck.copy_strided, 16, 256, src, dst, 32)
+    gl.simulate(ck.tiled_matmul(16), (2, 2), (16, 16), A, A, np.zeros_like(A), 32)
+    assert time.process_time() - start < 20
+
+
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda: gl.simulate(42, 1, 1), "kernel=42"),
+        (lambda: gl.simulate(ck.copy_strided, 0, 1), "grid=0"),
+        (lambda: gl.simulate(ck.copy_strided, 1, 2048), "2048 threads"),
+        (lambda: gl.simulate(ck.copy_strided, 1, 1, np.zeros(1)), "takes 3 arguments"),
+        (lambda: gl.simulate(lambda: None, 1, 1, count=1), "count=1"),
+    ],
+)
+def test_bad_simulations_are_refused_by_name(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (9, 0)])
+def test_the_same_kernels_compile_with_numba_for_sm75_and_sm90(cc):
+    cuda = pytest.importorskip("numba.cuda", reason="Numba is not installed")
+    f32_2d = "float32[:,:]"
+    cases = [
+        (ck.copy_strided, "void(float32[:], float32[:], int32)"),
+        (ck.copy_gather, "void(float32[:], float32[:], int64[:])"),
+        (ck.matmul_naive, f"void({f32_2d}, {f32_2d}, {f32_2d}, int32)"),
+        (ck.tiled_matmul(16), f"void({f32_2d}, {f32_2d}, {f32_2d}, int32)"),
+        (ck.transpose_shared(32, padded=True), f"void({f32_2d}, {f32_2d}, int32)"),
+    ]
+    for kernel, signature in cases:
+        try:
+            ptx, _ = cuda.compile_ptx(kernel, signature, cc=cc)
+        except Exception as exc:  # no NVVM library on this machine
+            if "NVVM" in str(exc) or "libNVVM" in str(exc):
+                pytest.skip(f"Numba finds no NVVM to compile with: {exc}")
+            raise
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx
+        if "tiled" in kernel.__name__:
+            assert "bar.sync" in ptx  # cuda.syncthreads became a barrier
+
+
+def test_numbas_own_simulator_runs_the_same_source_to_the_same_result(tmp_path):
+    pytest.importorskip("numba", reason="Numba is not installed")
+    script = tmp_path / "run.py"
+    script.write_text(
+        "import numpy as np\n"
+        "from numba import cuda\n"
+        "from gpulab.kernels import cuda_kernels as ck\n"
+        "a = np.arange(64, dtype=np.float32).reshape(8, 8)\n"
+        "b = np.ones((8, 8), dtype=np.float32)\n"
+        "c = np.zeros_like(a)\n"
+        "cuda.jit(ck.tiled_matmul(4))[(2, 2), (4, 4)](a, b, c, 8)\n"
+        "np.save('out.npy', c)\n"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, str(script)], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    a = np.arange(64, dtype=np.float32).reshape(8, 8)
+    b = np.ones((8, 8), dtype=np.float32)
+    ours = np.zeros_like(a)
+    gl.simulate(ck.tiled_matmul(4), (2, 2), (4, 4), a, b, ours, 8, count=False)
+    np.testing.assert_array_equal(np.load(tmp_path / "out.npy"), ours)
+    np.testing.assert_allclose(ours, a @ b)
+
+
+def test_divergence_shows_in_the_active_fraction():
+    def even_only(src, dst):
+        i = cuda.grid(1)  # noqa: F821 - the simulator supplies ``cuda``
+        if i % 2 == 0:
+            dst[i] = src[i]
+
+    src, dst = np.arange(64, dtype=np.float32), np.zeros(64, dtype=np.float32)
+    c = gl.simulate(even_only, 1, 64, src, dst)
+    assert c.active_fraction == 0.5
+    assert c.by_array["src", "load"]["sectors"] == 2 * 4  # half the words, same sectors
