@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 from pathlib import Path
 
 import pytest
@@ -31,6 +32,10 @@ import pytest
 # Passive waiting changes no result, only how idle threads wait. Set here, at the start of
 # each pytest process, before torch is imported, so every process started from it inherits it.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# Triton's interpreter must be chosen before anything imports Triton (torch.compile does),
+# or its library is compiled for a GPU that is not there (gpulab/kernels/triton_kernels.py).
+if shutil.which("nvidia-smi") is None:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 # Recordings made on other devices (gpulab.course.recordings) hold that device's outputs:
 # the book shows them, but nbval on this machine would compare them with its own.

@@ -23,10 +23,14 @@ from __future__ import annotations
 
 import math
 import os
+import sys
 
 import torch
 
-if not torch.cuda.is_available():  # the interpreter must be chosen before kernels are defined
+# The interpreter must be chosen before Triton defines its own library of kernels (at its
+# import), not only before these are defined: torch.compile imports Triton when it can.
+_TRITON_ALREADY_IMPORTED = "triton" in sys.modules
+if not torch.cuda.is_available():
     os.environ.setdefault("TRITON_INTERPRET", "1")
 
 try:
@@ -37,6 +41,16 @@ try:
 except Exception as exc:  # noqa: BLE001 - ImportError, or a broken install
     triton = tl = None
     _IMPORT_ERROR = f"{type(exc).__name__}: {exc}"
+if triton is not None and os.environ.get("TRITON_INTERPRET") == "1":
+    from triton.runtime.interpreter import InterpretedFunction
+
+    if _TRITON_ALREADY_IMPORTED and not isinstance(tl.standard.max, InterpretedFunction):
+        _IMPORT_ERROR = (
+            "Triton was imported (by torch.compile, for example) before TRITON_INTERPRET=1 "
+            "was set, so its own library is compiled for a GPU and cannot run here: restart "
+            "Python (in Jupyter, the kernel) and import gpulab.kernels.triton_kernels first"
+        )
+        triton = tl = None
 
 __all__ = [
     "bias_gelu",
