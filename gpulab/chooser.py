@@ -247,8 +247,12 @@ class TrainingPlan:
             raise ValueError(f"notes={self.notes!r} must be a sequence of sentences (str)")
 
     def fitting(self) -> list[DeviceOption]:
-        """Options whose memory holds the job, fastest first (unknown times last)."""
-        rows = [o for o in self.options if o.fits]
+        """Options whose memory holds the job, fastest first (unknown times last).
+
+        Only devices one can buy or rent now: an announced part (``spec.status``) is never
+        in this list, even when it was asked for and would fit.
+        """
+        rows = [o for o in self.options if o.fits and o.spec.status == "available"]
         return sorted(rows, key=lambda o: (o.epoch_s is None, o.epoch_s or 0.0))
 
     def table(self) -> str:
@@ -265,7 +269,10 @@ class TrainingPlan:
             cost = f"${o.cost:,.2f}" if o.cost is not None else "enter a price"
             if o.epoch_s is None:
                 cost = "–"
-            lines.append(f"| {o.spec.name} | {mem} | {fits} | {time_} | {cost} |")
+            name = o.spec.name
+            if o.spec.status != "available":
+                name = f"{name} ({o.spec.status})"
+            lines.append(f"| {name} | {mem} | {fits} | {time_} | {cost} |")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -287,7 +294,8 @@ def _iterable(name: str, value):
 
 
 def _default_devices() -> list[DeviceSpec]:
-    return [s for s in list_specs() if s.kind in ("gpu", "tpu")]
+    """Every GPU and TPU one can buy or rent now; announced parts are left out."""
+    return [s for s in list_specs() if s.kind in ("gpu", "tpu") and s.status == "available"]
 
 
 def plan_training(
@@ -327,7 +335,9 @@ def plan_training(
     price_per_hour : float, optional
         Your price per device-hour in dollars; no price, no cost.
     specs : sequence of str or DeviceSpec, optional
-        Registry devices to compare; default: every GPU and TPU in the registry.
+        Registry devices to compare; default: every GPU and TPU in the registry that can be
+        bought or rented now (announced parts only when named here, and never ranked by
+        :meth:`TrainingPlan.fitting`).
     activations_bytes : int, optional
         Override the activation memory (required knowledge for a bare parameter count;
         default 0 there, with a note).
@@ -418,6 +428,8 @@ def plan_training(
             note = ""
             if price_per_hour is not None:
                 cost = run_cost(seconds, price_per_hour)
+        if spec.status != "available":
+            note = "; ".join(filter(None, [f"{spec.status}, not yet sold", note]))
         options.append(DeviceOption(spec, fits, seconds, cost, note))
     return TrainingPlan(
         model=name,

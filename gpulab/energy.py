@@ -89,7 +89,7 @@ def cpu_watts_per_core() -> tuple[float, str]:
     >>> import gpulab as gl
     >>> watts, basis = gl.cpu_watts_per_core()
     >>> watts
-    6.25
+    4.375
     """
     from gpulab.specs import list_specs
 
@@ -127,7 +127,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
     --------
     >>> import gpulab as gl
     >>> gl.assumed_power("cpu", cores=2).watts
-    12.5
+    8.75
     >>> gl.assumed_power("cuda", spec="T4").watts
     70.0
     """
@@ -524,7 +524,7 @@ def measure_energy(
     >>> with gl.measure_energy("cpu", cores=2, verbose=False) as m:
     ...     time.sleep(0.05)
     >>> m.method, m.is_estimate, round(m.average_watts, 2)
-    ('estimate-tdp', True, 12.5)
+    ('estimate-tdp', True, 8.75)
     """
     return EnergyMeter(
         device,

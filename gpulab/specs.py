@@ -19,7 +19,11 @@ from importlib import resources
 from gpulab._checks import choice, positive_int, positive_number, text
 from gpulab.precision import PEAK_PRECISIONS, peak_precision
 
-__all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES"]
+__all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES", "STATUSES"]
+
+#: Whether a registry device can be bought or rented now (``"available"``) or has only been
+#: announced with figures from a primary source (``"announced"``).
+STATUSES = ("available", "announced")
 
 #: Precisions the registry can hold a peak figure for (:data:`gpulab.PEAK_PRECISIONS`).
 DTYPES = PEAK_PRECISIONS
@@ -75,6 +79,10 @@ class DeviceSpec:
     form_factor : str
         How the device is packaged, e.g. ``"SXM4 module"``, ``"PCIe card (dual-slot)"``:
         an SXM module and a PCIe card of the same chip have different figures.
+    status : str
+        ``"available"`` (shipping or rentable) or ``"announced"`` (figures from the vendor's
+        announcement; not yet sold, so the chooser never recommends it). See
+        :data:`STATUSES`.
     """
 
     name: str
@@ -94,6 +102,7 @@ class DeviceSpec:
     source_url: str = ""
     notes: str = ""
     form_factor: str = ""
+    status: str = "available"
 
     def __post_init__(self) -> None:
         for name in (
@@ -103,6 +112,7 @@ class DeviceSpec:
             text(name, getattr(self, name))
         positive_int("year", self.year)
         choice("kind", self.kind, ("gpu", "cpu", "tpu"))
+        choice("status", self.status, STATUSES)
         for name in (
             "memory_bytes", "memory_bandwidth", "tdp", "interconnect_bandwidth",
             "launch_price_usd",
@@ -203,6 +213,7 @@ def _row_to_spec(row: dict[str, str]) -> DeviceSpec:
         source_url=row["source_url"],
         notes=row["notes"],
         form_factor=row["form_factor"],
+        status=row["status"],
     )
 
 
@@ -224,8 +235,10 @@ def list_specs(kind: str | None = None) -> list[DeviceSpec]:
     Examples
     --------
     >>> import gpulab as gl
-    >>> [s.name for s in gl.list_specs("tpu")]
-    ['TPU v4 (per chip)', 'TPU v5e (per chip)']
+    >>> [s.name for s in gl.list_specs("tpu")][:3]
+    ['TPU v4 (per chip)', 'TPU v5e (per chip)', 'TPU v5p (per chip)']
+    >>> [s.name for s in gl.list_specs("cpu") if s.year >= 2024]
+    ['AMD EPYC 9755', 'Intel Xeon 6980P']
     """
     kinds = ("gpu", "cpu", "tpu")
     if kind is not None and kind not in kinds:

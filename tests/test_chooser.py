@@ -143,3 +143,25 @@ def test_cnn_activations_come_from_a_real_forward_pass():
     per_image = small.memory.activations_bytes / 2
     assert per_image > 0 and large.memory.activations_bytes == 6 * per_image
     assert small.flops_per_sample == pytest.approx(6 * 4.09e9 * (64 / 224) ** 2)
+
+
+def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
+    import dataclasses
+
+    import gpulab.chooser as chooser
+
+    h100 = gl.get_spec("H100 SXM")
+    future = dataclasses.replace(h100, name="Future X1", status="announced", memory_bytes=1e12)
+    # Named explicitly it is listed, labelled, and left out of the devices that fit.
+    plan = gl.plan_training("BERT-base", batch_size=8, specs=[h100, future])
+    option = {o.spec.name: o for o in plan.options}["Future X1"]
+    assert option.fits and option.epoch_s is not None
+    assert option.note.startswith("announced, not yet sold")
+    assert "Future X1 (announced)" in plan.table()
+    assert [o.spec.name for o in plan.fitting()] == ["H100 SXM5 80GB"]
+    # By default only parts one can buy or rent are compared, even if the registry grows.
+    registry = [*gl.list_specs(), future]
+    monkeypatch.setattr(chooser, "list_specs", lambda kind=None: registry)
+    default = [o.spec.name for o in gl.plan_training("BERT-base", batch_size=8).options]
+    assert "Future X1" not in default and "H100 SXM5 80GB" in default
+    assert all(gl.get_spec(n).status == "available" for n in default)

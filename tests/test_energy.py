@@ -61,20 +61,22 @@ class FakeNvml:
 
 def test_cpu_estimate_is_assumed_power_times_time_and_says_so(capsys):
     watts_per_core, basis = gl.cpu_watts_per_core()
-    # Registry: Xeon 8380 270 W / 40 cores, EPYC 7763 280 / 64, Xeon 8480+ 350 / 56.
-    assert watts_per_core == pytest.approx(np.median([270 / 40, 280 / 64, 350 / 56]))
+    # Registry: Xeon 8380 270 W / 40 cores, EPYC 7763 280 / 64, Xeon 8480+ 350 / 56,
+    # EPYC 9755 500 / 128, Xeon 6980P 500 / 128.
+    per_core = [270 / 40, 280 / 64, 350 / 56, 500 / 128, 500 / 128]
+    assert watts_per_core == pytest.approx(np.median(per_core)) == pytest.approx(280 / 64)
     assert "Xeon Platinum 8380 6.75" in basis
     with gl.measure_energy("cpu", cores=2) as m:
         time.sleep(0.05)
     printed = capsys.readouterr().out
-    assert "ESTIMATE, not a measurement" in printed and "2 cores × 6.25 W/core" in printed
+    assert "ESTIMATE, not a measurement" in printed and "2 cores × 4.38 W/core" in printed
     assert "exposes no energy counter" in printed
     assert m.method == "estimate-tdp" and m.is_estimate
     assert m.time_s >= 0.05
-    assert m.joules == pytest.approx(12.5 * m.time_s)
-    assert m.average_watts == pytest.approx(12.5)
+    assert m.joules == pytest.approx(2 * 280 / 64 * m.time_s)
+    assert m.average_watts == pytest.approx(2 * 280 / 64)
     assert str(m).startswith("ESTIMATE (rated power × time, not measured): ")
-    assert f"over {gl.format_duration(m.time_s)} (average 12.5 W) on this CPU" in str(m)
+    assert f"over {gl.format_duration(m.time_s)} (average 8.75 W) on this CPU" in str(m)
 
 
 def test_estimate_from_a_named_registry_device():

@@ -1,4 +1,5 @@
 import csv
+import dataclasses
 from pathlib import Path
 
 import pytest
@@ -90,7 +91,7 @@ def test_mixed_precision_runs_at_the_16_bit_peak():
 
 def test_kinds_and_order():
     cpus = gl.list_specs("cpu")
-    assert {s.kind for s in cpus} == {"cpu"} and len(cpus) == 3
+    assert {s.kind for s in cpus} == {"cpu"} and len(cpus) == 5
     years = [s.year for s in gl.list_specs()]
     assert years == sorted(years)
     with pytest.raises(ValueError, match="kind='fpga'"):
@@ -170,3 +171,65 @@ def test_a_missing_part_says_which_entries_were_refused_and_why():
 def test_every_entry_states_its_form_factor():
     for spec in gl.list_specs():
         assert spec.form_factor, spec.name
+
+
+def test_every_row_states_whether_it_can_be_bought():
+    header = next(csv.reader(DATA.open()))
+    assert header[-1] == "status"
+    for spec in gl.list_specs():
+        assert spec.status in ("available", "announced"), spec.name
+    with pytest.raises(ValueError, match="status='rumoured'"):
+        dataclasses.replace(gl.get_spec("T4"), status="rumoured")
+    assert dataclasses.replace(gl.get_spec("T4"), status="announced").status == "announced"
+
+
+@pytest.mark.parametrize(
+    "name, precision, tflops, bandwidth_gbs, memory_gb",
+    [
+        # AMD MI325X: same CDNA 3 compute as the MI300X, 256 GB HBM3E at 6 TB/s.
+        ("MI325X", "bf16", 1307.4, 6000, 256),
+        # Google's TPU pages: v5p 459 TFLOPS BF16, 2,765 GBps; v6e 918, 1,638 GBps.
+        ("TPU v5p", "bf16", 459, 2765, 95),
+        ("Trillium", "bf16", 918, 1638, 32),
+        # TPU7x: 4,614 TFLOPS FP8 and 192 GiB; its HBM bandwidth was not read, so None.
+        ("Ironwood", "fp8", 4614, None, 192),
+        # CPUs: 12 channels x 6,400 MT/s x 8 bytes; FP32 derived as cores x GHz x 64.
+        ("EPYC 9755", "fp32", 22.1, 614.4, None),
+        ("Xeon 6980P", "fp32", 16.4, 614.4, None),
+    ],
+)
+def test_late_2026_rows_carry_their_sourced_figures(
+    name, precision, tflops, bandwidth_gbs, memory_gb
+):
+    spec = gl.get_spec(name)
+    assert spec.peak(precision) == pytest.approx(tflops * 1e12)
+    if bandwidth_gbs is None:
+        assert spec.memory_bandwidth is None
+    else:
+        assert spec.memory_bandwidth == pytest.approx(bandwidth_gbs * 1e9)
+    assert spec.memory_bytes == (None if memory_gb is None else pytest.approx(memory_gb * 1e9))
+    if spec.kind == "cpu":
+        assert spec.memory_bandwidth == pytest.approx(12 * 6400e6 * 8)
+
+
+def test_a_figure_the_primary_source_does_not_give_stays_empty():
+    # NVIDIA's Blackwell Ultra blog gives 288 GB, 8 TB/s and 15 PFLOPS dense NVFP4 only.
+    b300 = gl.get_spec("B300")
+    assert (b300.memory_bytes, b300.memory_bandwidth, b300.sm_count) == (288e9, 8e12, 160)
+    assert b300.peak_flops == {} and b300.tdp is None and b300.ridge_point is None
+    with pytest.raises(ValueError, match="B300 .* has no bf16 figure"):
+        b300.peak("bf16")
+    assert "15 PFLOPS DENSE NVFP4" in b300.notes
+
+
+def test_the_ridge_point_does_not_rise_with_every_generation():
+    # 16-bit peak / bandwidth: H100 SXM 989.5/3,350 = 295; the H200 keeps that compute with
+    # 4,800 GB/s (206); the B200 has 2,250/8,000 = 281. Chapters must not say it always rises.
+    def ridge(name):
+        spec = gl.get_spec(name)
+        return spec.peak("bf16") / spec.memory_bandwidth
+
+    assert round(ridge("A100 80GB")) == 153
+    assert round(ridge("H100 SXM")) == 295
+    assert round(ridge("H200")) == 206 and round(ridge("B200")) == 281
+    assert ridge("B200") < ridge("H100 SXM") and ridge("H200") < ridge("H100 SXM")
