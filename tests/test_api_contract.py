@@ -187,6 +187,14 @@ BASELINES = {
     "activation_bytes": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
     "bytes_per_param": lambda: (("fp32", "adam"), {}),
     "estimate_training_memory": lambda: ((1_000_000,), dict(precision="fp32")),
+    "estimate_step_memory": lambda: (
+        (torch.nn.Linear(4, 4), torch.randn(2, 4)),
+        dict(precision="fp32", optimizer="adam", foreach=False),
+    ),
+    "optimizer_temporaries_bytes": lambda: (
+        ([16, 4],),
+        dict(optimizer="adam", precision="fp32", foreach=False),
+    ),
     "gpus_that_fit": lambda: ((gl.estimate_training_memory(1_000_000),), dict(headroom=0.9)),
     "measure_training_memory": lambda: (
         (torch.nn.Linear(4, 2), torch.randn(8, 4), torch.randint(0, 2, (8,))),
@@ -686,6 +694,8 @@ KINDS: dict[str, dict] = {
     },
     "activation_bytes": {"model": [42]},
     "estimate_training_memory": {"n_params": "count"},
+    "estimate_step_memory": {"model": [42], "foreach": ["yes", 1]},
+    "optimizer_temporaries_bytes": {"param_sizes": [42, [], [0], [1.5]], "foreach": ["yes", 1]},
     "gpus_that_fit": {"estimate": [42], "headroom": "frac_open"},
     "measure_training_memory": {"model": [42]},
     "memory_calculator": {"n_params": "count", "batch_size": "count"},
