@@ -229,9 +229,7 @@ class Ceilings:
 
     def __str__(self) -> str:
         kind = "measured" if self.measured else "datasheet"
-        overhead = (
-            f", {format_duration(self.overhead_s)} per call" if self.overhead_s > 0 else ""
-        )
+        overhead = f", {format_duration(self.overhead_s)} per call" if self.overhead_s > 0 else ""
         return (
             f"{self.device_name} ({self.precision}, {kind}): "
             f"{format_rate(self.peak_flops, 'FLOP/s')}, "
@@ -467,7 +465,6 @@ def measure_ceilings(
     timing = {"min_run_time_s": min_run_time_s, "num_threads": num_threads}
     copy = benchmark(lambda: dst.copy_(src), label="copy", **timing)
     bandwidth = copy.bytes_per_s(2 * src.nbytes)
-    del src, dst
 
     torch_dtype = getattr(torch, _TORCH_DTYPES[precision])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
