@@ -388,6 +388,7 @@ def measure_ceilings(
     matmul_n: int | None = None,
     min_run_time_s: float = 0.3,
     num_threads: int | None = None,
+    repeats: int = 1,
 ) -> Ceilings:
     """Measure the local device's two roofs, a large copy for bandwidth and a large matmul
     for FLOP/s, and the fixed cost of one operator call.
@@ -418,6 +419,9 @@ def measure_ceilings(
         with the same number. One thread gives the roofline of one core, which other
         programs' load disturbs far less than a multi-threaded kernel waiting for its
         slowest thread.
+    repeats : int
+        Rounds of the three measurements; the best of each is kept (the fastest copy and
+        matmul, the cheapest call), since other programs' load only ever slows a round.
 
     Returns
     -------
@@ -445,6 +449,7 @@ def measure_ceilings(
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
     if num_threads is not None:
         positive_int("num_threads", num_threads)
+    positive_int("repeats", repeats)
     if copy_bytes is not None:
         positive_int("copy_bytes", copy_bytes)
         if copy_bytes < 4096:
@@ -463,27 +468,30 @@ def measure_ceilings(
     src = torch.ones(copy_bytes // 4, dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
     timing = {"min_run_time_s": min_run_time_s, "num_threads": num_threads}
-    copy = benchmark(lambda: dst.copy_(src), label="copy", **timing)
-    bandwidth = copy.bytes_per_s(2 * src.nbytes)
+
+    def best(fn, label):  # the least disturbed round's median
+        return min(benchmark(fn, label=label, **timing).median_s for _ in range(repeats))
+
+    bandwidth = 2 * src.nbytes / best(lambda: dst.copy_(src), "copy")
 
     torch_dtype = getattr(torch, _TORCH_DTYPES[precision])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
     with tf32(precision == "tf32"):
-        mm = benchmark(lambda: torch.mm(a, b, out=c), label="matmul", **timing)
-    peak = mm.flops_per_s(2 * matmul_n**3)
+        peak = 2 * matmul_n**3 / best(lambda: torch.mm(a, b, out=c), "matmul")
 
     one = torch.ones(1, device=dev)
     into = torch.empty_like(one)
-    overhead_s = benchmark(lambda: torch.add(one, one, out=into), label="call", **timing).median_s
+    overhead_s = best(lambda: torch.add(one, one, out=into), "call")
 
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else cpu_model()
     threads = "" if num_threads is None else f", {num_threads} thread(s)"
+    rounds = f", best of {repeats} rounds" if repeats > 1 else ""
     note = (
         f"measured: copy of {format_bytes(copy_bytes, binary=True)} (read + write), "
         f"{matmul_n}×{matmul_n} {precision} matmul, one-element add for the per-call "
-        f"overhead{threads}; medians of gl.benchmark"
+        f"overhead{threads}; medians of gl.benchmark{rounds}"
     )
     return Ceilings(
         name, precision, peak, bandwidth, measured=True, note=note, overhead_s=overhead_s

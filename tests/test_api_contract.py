@@ -238,7 +238,7 @@ BASELINES = {
     "Ceilings": lambda: _fields(gl.Ceilings.from_spec("T4", "fp16")),
     "measure_ceilings": lambda: (
         ("cpu",),
-        dict(copy_bytes=2**16, matmul_n=32, min_run_time_s=0.01, num_threads=1),
+        dict(copy_bytes=2**16, matmul_n=32, min_run_time_s=0.01, num_threads=1, repeats=1),
     ),
     "plot_roofline": lambda: (("T4", [gl.RooflinePoint("add", 1e6, 12e6)]), {}),
     "predict_time": lambda: (("T4", 1e9, 1e9), {}),
@@ -459,6 +459,7 @@ KINDS: dict[str, dict] = {
         "matmul_n": "count",
         "min_run_time_s": "pos",
         "num_threads": "count",
+        "repeats": "count",
     },
     "plot_roofline": {
         "ceilings": "spec",

@@ -126,14 +126,17 @@ def test_the_per_call_overhead_is_added_to_the_larger_roof():
 
 def test_measured_overhead_is_small_and_the_threads_are_recorded():
     roof = gl.measure_ceilings(
-        "cpu", copy_bytes=2**20, matmul_n=64, min_run_time_s=0.05, num_threads=1
+        "cpu", copy_bytes=2**20, matmul_n=64, min_run_time_s=0.05, num_threads=1, repeats=2
     )
     # A one-element add costs microseconds, not milliseconds (generous for a loaded machine).
     assert 0 < roof.overhead_s < 1e-3
     assert "1 thread(s)" in roof.note and "per-call overhead" in roof.note
+    assert "best of 2 rounds" in roof.note
     assert torch.get_num_threads() >= 1  # benchmark restored the thread count
     with pytest.raises(ValueError, match="num_threads=0"):
         gl.measure_ceilings("cpu", num_threads=0)
+    with pytest.raises(ValueError, match="repeats=0"):
+        gl.measure_ceilings("cpu", repeats=0)
 
 
 def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
