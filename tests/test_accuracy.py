@@ -176,7 +176,9 @@ def test_table_escapes_pipes_and_says_whether_targets_are_met():
     table = accuracy_table(rows).splitlines()
     assert table[0].startswith("| Model | Compared | Measured error")
     assert "median \\|error\\| 30%" in table[2] and "≤ 25% (missed)" in table[2]
-    assert "| none stated | — | — | [lab_b](../notebooks/lab_b) |" in table[3]
+    assert table[3].endswith("| none stated | — | — | `lab_b` |")
+    linked = accuracy_table(rows, lab_link="../notebooks/{lab}.html").splitlines()
+    assert linked[2].endswith("| [lab_a](../notebooks/lab_a.html) |")
 
 
 def test_find_root_needs_a_course_repository(tmp_path):

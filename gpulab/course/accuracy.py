@@ -405,8 +405,12 @@ def collect_accuracy(root: str | Path | None = None) -> list[ModelAccuracy]:
     return found
 
 
-def accuracy_table(entries: list[ModelAccuracy], *, lab_link: str = "../notebooks/{lab}") -> str:
+def accuracy_table(entries: list[ModelAccuracy], *, lab_link: str | None = None) -> str:
     """A Markdown table of ``entries``: model, comparison, error, target, device, date, lab.
+
+    ``lab_link``, a format string with ``{lab}`` (e.g. ``"../notebooks/{lab}.html"``), makes
+    the lab's name a link; by default it is plain text, since a page's generated Markdown is
+    rendered as CommonMark, where cross-references between pages are not resolved.
 
     Examples
     --------
@@ -435,7 +439,7 @@ def accuracy_table(entries: list[ModelAccuracy], *, lab_link: str = "../notebook
             target,
             e.device or "—",
             e.date or "—",
-            f"[{e.lab}]({lab_link.format(lab=e.lab)})",
+            f"[{e.lab}]({lab_link.format(lab=e.lab)})" if lab_link else f"`{e.lab}`",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
