@@ -408,9 +408,9 @@ def collect_accuracy(root: str | Path | None = None) -> list[ModelAccuracy]:
 def accuracy_table(entries: list[ModelAccuracy], *, lab_link: str | None = None) -> str:
     """A Markdown table of ``entries``: model, comparison, error, target, device, date, lab.
 
-    ``lab_link``, a format string with ``{lab}`` (e.g. ``"../notebooks/{lab}.html"``), makes
-    the lab's name a link; by default it is plain text, since a page's generated Markdown is
-    rendered as CommonMark, where cross-references between pages are not resolved.
+    ``lab_link``, a format string with ``{lab}`` (e.g. ``"../notebooks/{lab}.ipynb"``, for a
+    cell rendered with ``markdown_format: myst`` so the link resolves to the lab's page),
+    makes the lab's name a link; by default it is plain text.
 
     Examples
     --------
