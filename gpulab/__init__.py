@@ -173,12 +173,14 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "memory": (
         "activation_bytes",
         "bytes_per_param",
+        "estimate_step_memory",
         "estimate_training_memory",
         "gpus_that_fit",
         "measure_training_memory",
         "memory_report",
         "MemoryEstimate",
         "OPTIMIZERS",
+        "optimizer_temporaries_bytes",
     ),
     "occupancy_calc": (
         "matmul_waves",

@@ -20,11 +20,28 @@ bf16          2        2         2
 ============  =======  ========  ==========================
 
 SGD keeps no state, SGD with momentum one tensor the size of the weights, Adam and AdamW
-two (first and second moments). The estimate is the memory that lives through a step; a
-real step also allocates short-lived buffers (optimizer temporaries, gradients of
-activations, kernel workspaces), so the measured peak is usually higher. (It can be a little
-lower when activations dominate and the optimizer keeps no state: backward frees each saved
-activation as it allocates gradients.)
+two (first and second moments).
+
+Two figures come out. :attr:`MemoryEstimate.total_bytes` is the state, all four parts added
+up. :attr:`MemoryEstimate.peak_bytes` models the peak of one step (forward, backward,
+optimizer step), which also holds short-lived buffers and never holds all four parts at
+once. Weights and optimizer states live throughout; on top of them the peak is the largest
+of three moments:
+
+* the start of backward: every saved activation, plus the gradient arriving at the largest
+  activation and the one leaving it (two tensors of its size);
+* the end of backward: every parameter gradient, plus that pair of activation gradients
+  (most saved activations are freed by then);
+* the optimizer step: every parameter gradient, plus the optimizer's temporaries. PyTorch's
+  single-tensor Adam/AdamW (the CPU default) makes two temporaries the size of the parameter
+  tensor it is updating, so two of the largest; the multi-tensor ``foreach`` version (the
+  CUDA default) one temporary the size of all parameters. SGD, with or without momentum,
+  updates in place.
+
+:func:`estimate_step_memory` fills every term in from a real model;
+:func:`measure_training_memory` measures the peak so the model can be checked (the course's
+tests hold it within 10% on CPU for MLPs, a CNN and a transformer encoder, SGD and Adam,
+fp32 and autocast). Kernel workspaces (cuBLAS, cuDNN) and the CUDA context are not modelled.
 
 See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 """
@@ -45,10 +62,12 @@ __all__ = [
     "MemoryEstimate",
     "activation_bytes",
     "bytes_per_param",
+    "estimate_step_memory",
     "estimate_training_memory",
     "gpus_that_fit",
     "measure_training_memory",
     "memory_report",
+    "optimizer_temporaries_bytes",
 ]
 
 #: Optimizers the estimator knows, by how many state tensors they keep per parameter.
@@ -83,12 +102,19 @@ def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[st
     }
 
 
-_FIELDS_BYTES = ("params_bytes", "grads_bytes", "optimizer_bytes", "activations_bytes")
+_FIELDS_BYTES = (
+    "params_bytes",
+    "grads_bytes",
+    "optimizer_bytes",
+    "activations_bytes",
+    "activation_grads_bytes",
+    "optimizer_temporaries_bytes",
+)
 
 
 @dataclass(frozen=True)
 class MemoryEstimate:
-    """Memory one training step keeps alive, part by part, in bytes.
+    """Memory of one training step, part by part, in bytes: its state and its modelled peak.
 
     Attributes
     ----------
@@ -99,6 +125,12 @@ class MemoryEstimate:
         One of :data:`TRAINING_PRECISIONS`.
     optimizer : str
         One of :data:`OPTIMIZERS`.
+    activation_grads_bytes : int
+        Short-lived gradients of activations alive together in backward: twice the
+        largest saved activation (the gradient arriving at it and the one leaving). 0 when
+        unknown.
+    optimizer_temporaries_bytes : int
+        Short-lived buffers of the optimizer step. 0 when unknown (or for SGD).
     """
 
     params_bytes: int
@@ -107,6 +139,8 @@ class MemoryEstimate:
     activations_bytes: int
     precision: str
     optimizer: str
+    activation_grads_bytes: int = 0
+    optimizer_temporaries_bytes: int = 0
 
     def __post_init__(self) -> None:
         for name in _FIELDS_BYTES:
@@ -116,8 +150,42 @@ class MemoryEstimate:
 
     @property
     def total_bytes(self) -> int:
-        """All four parts together."""
+        """All four parts together: the state, without the step's short-lived buffers."""
         return sum(self.breakdown().values())
+
+    def phases(self) -> dict[str, int]:
+        """Bytes alive at the three moments that can hold the step's peak.
+
+        Examples
+        --------
+        >>> est = estimate_training_memory(1000, optimizer="adam", activations_bytes=10_000,
+        ...                                activation_grads_bytes=2_000,
+        ...                                optimizer_temporaries_bytes=8_000)
+        >>> est.phases()
+        {'start of backward': 24000, 'end of backward': 18000, 'optimizer step': 24000}
+        """
+        held = self.params_bytes + self.optimizer_bytes
+        return {
+            "start of backward": held + self.activations_bytes + self.activation_grads_bytes,
+            "end of backward": held + self.grads_bytes + self.activation_grads_bytes,
+            "optimizer step": held + self.grads_bytes + self.optimizer_temporaries_bytes,
+        }
+
+    @property
+    def peak_bytes(self) -> int:
+        """The modelled peak of one step: the largest of :meth:`phases`.
+
+        Weights and optimizer states live throughout; saved activations and parameter
+        gradients do not all coexist (backward frees activations as it makes gradients), so
+        the peak can be below :attr:`total_bytes` when the short-lived buffers are small.
+        """
+        return max(self.phases().values())
+
+    @property
+    def short_lived_bytes(self) -> int:
+        """The step's short-lived buffers that the model counts (activation gradients and
+        optimizer temporaries)."""
+        return self.activation_grads_bytes + self.optimizer_temporaries_bytes
 
     def breakdown(self) -> dict[str, int]:
         """Bytes by part: parameters, gradients, optimizer states, activations."""
@@ -125,7 +193,8 @@ class MemoryEstimate:
         return dict(zip(_PARTS, values, strict=True))
 
     def fits(self, spec, *, headroom: float = 0.9) -> bool:
-        """Whether the total fits in ``headroom`` of the device's memory.
+        """Whether the larger of the state and the modelled peak fits in ``headroom`` of the
+        device's memory.
 
         Parameters
         ----------
@@ -148,7 +217,7 @@ class MemoryEstimate:
                 f"{spec.name} has no fixed memory size in the registry (it depends on the "
                 "DIMMs installed); pick a GPU or TPU entry"
             )
-        return self.total_bytes <= headroom * spec.memory_bytes
+        return max(self.total_bytes, self.peak_bytes) <= headroom * spec.memory_bytes
 
     def __str__(self) -> str:
         lines = [f"Training memory ({self.precision}, {self.optimizer})"]
@@ -158,6 +227,12 @@ class MemoryEstimate:
                 f"  {name:<17} {format_bytes(nbytes, binary=True):>11}  {nbytes / total:6.1%}"
             )
         lines.append(f"  {'total':<17} {format_bytes(self.total_bytes, binary=True):>11}")
+        if self.short_lived_bytes:
+            phase, peak = max(self.phases().items(), key=lambda item: item[1])
+            lines.append(
+                f"  {'peak of the step':<17} {format_bytes(peak, binary=True):>11}  ({phase}, "
+                f"with {format_bytes(self.short_lived_bytes, binary=True)} short-lived)"
+            )
         return "\n".join(lines)
 
 
@@ -167,8 +242,10 @@ def estimate_training_memory(
     precision: str = "fp32",
     optimizer: str = "adam",
     activations_bytes: int = 0,
+    activation_grads_bytes: int = 0,
+    optimizer_temporaries_bytes: int = 0,
 ) -> MemoryEstimate:
-    """Memory a training step keeps alive for a model of ``n_params`` parameters.
+    """Memory of a training step for a model of ``n_params`` parameters.
 
     Parameters
     ----------
@@ -181,6 +258,10 @@ def estimate_training_memory(
     activations_bytes : int
         Activations saved for the backward pass of one batch, e.g. from
         :func:`activation_bytes`; they grow with the batch size.
+    activation_grads_bytes, optimizer_temporaries_bytes : int
+        The step's short-lived buffers (see :class:`MemoryEstimate`); with them
+        :attr:`MemoryEstimate.peak_bytes` models the peak of the step.
+        :func:`estimate_step_memory` works all of them out from a real model.
 
     Examples
     --------
@@ -199,6 +280,8 @@ def estimate_training_memory(
     """
     positive_int("n_params", n_params)
     non_negative_int("activations_bytes", activations_bytes)
+    non_negative_int("activation_grads_bytes", activation_grads_bytes)
+    non_negative_int("optimizer_temporaries_bytes", optimizer_temporaries_bytes)
     per_param = bytes_per_param(precision, optimizer)
     return MemoryEstimate(
         params_bytes=n_params * per_param["parameters"],
@@ -207,6 +290,8 @@ def estimate_training_memory(
         activations_bytes=activations_bytes,
         precision=precision,
         optimizer=optimizer,
+        activation_grads_bytes=activation_grads_bytes,
+        optimizer_temporaries_bytes=optimizer_temporaries_bytes,
     )
 
 
@@ -297,6 +382,14 @@ def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
     >>> activation_bytes(layer, torch.randn(32, 1000))  # Linear saves its input: 32*1000*4
     128000
     """
+    return sum(nbytes for nbytes, _ in _saved_storages(model, example_input, precision))
+
+
+def _saved_storages(
+    model, example_input, precision: str, *, with_inputs: bool = False
+) -> list[tuple[int, bool]]:
+    """(bytes, is floating point) of each distinct storage autograd saves in one forward,
+    and with ``with_inputs`` the input batch's storages too, saved or not."""
     import torch
 
     choice("precision", precision, TRAINING_PRECISIONS)
@@ -304,23 +397,142 @@ def activation_bytes(model, example_input, *, precision: str = "fp32") -> int:
         raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
     model, inputs = _prepare(model, example_input, precision)
     own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
-    saved: dict[tuple[str, int], int] = {}
+    saved: dict[tuple[str, int], tuple[int, bool]] = {}
     keep_alive = []  # saved tensors stay alive until the sum is taken, so no address is reused
 
     def pack(tensor):
         storage = tensor.untyped_storage()
         if storage.data_ptr() not in own:
-            saved[(str(tensor.device), storage.data_ptr())] = storage.nbytes()
+            key = (str(tensor.device), storage.data_ptr())
+            saved[key] = (storage.nbytes(), tensor.is_floating_point())
             keep_alive.append(tensor)
         return tensor
 
     with torch.enable_grad(), torch.autograd.graph.saved_tensors_hooks(pack, lambda t: t):
         with _autocast(precision, _model_device(model)):
             output = _call(model, inputs)
-    total = sum(saved.values())
+    if with_inputs:
+        batch = [inputs] if isinstance(inputs, torch.Tensor) else list(inputs)
+        for tensor in batch:
+            if isinstance(tensor, torch.Tensor):
+                key = (str(tensor.device), tensor.untyped_storage().data_ptr())
+                saved.setdefault(key, (tensor.untyped_storage().nbytes(), False))
+    result = list(saved.values())
     del output
     keep_alive.clear()
-    return total
+    return result
+
+
+def optimizer_temporaries_bytes(
+    param_sizes, *, optimizer: str = "adam", precision: str = "fp32", foreach: bool = False
+) -> int:
+    """Bytes of the short-lived buffers one optimizer step allocates (PyTorch's optimizers).
+
+    Parameters
+    ----------
+    param_sizes : sequence of int
+        Number of elements of each parameter tensor.
+    optimizer : str
+        One of :data:`OPTIMIZERS`. SGD, with or without momentum, updates in place: 0.
+    precision : str
+        One of :data:`TRAINING_PRECISIONS` (sets the width of the weights).
+    foreach : bool
+        The multi-tensor implementation (PyTorch's default on CUDA) instead of the
+        single-tensor loop (its default on a CPU).
+
+    Examples
+    --------
+    Single-tensor Adam computes ``sqrt(v)`` and then its quotient into two temporaries the
+    size of the tensor it updates; the multi-tensor version computes ``sqrt`` for all
+    tensors at once:
+
+    >>> optimizer_temporaries_bytes([1024 * 1024, 1024, 10])
+    8388608
+    >>> optimizer_temporaries_bytes([1024 * 1024, 1024, 10], foreach=True)
+    4198440
+    >>> optimizer_temporaries_bytes([1024 * 1024], optimizer="sgd_momentum")
+    0
+    """
+    choice("optimizer", optimizer, OPTIMIZERS)
+    choice("precision", precision, TRAINING_PRECISIONS)
+    if not isinstance(foreach, bool):
+        raise ValueError(f"foreach={foreach!r} must be True or False")
+    if isinstance(param_sizes, str) or not hasattr(param_sizes, "__iter__"):
+        raise ValueError(f"param_sizes={param_sizes!r} must be a sequence of element counts")
+    sizes = [positive_int("param_sizes", n) for n in param_sizes]
+    if not sizes:
+        raise ValueError("param_sizes=[] is empty: give the element count of each parameter")
+    if _STATES_PER_PARAM[optimizer] < 2:
+        return 0
+    width = _WEIGHT_BYTES[precision]
+    return width * (sum(sizes) if foreach else 2 * max(sizes))
+
+
+def estimate_step_memory(
+    model,
+    example_input,
+    *,
+    precision: str = "fp32",
+    optimizer: str = "adam",
+    foreach: bool | None = None,
+) -> MemoryEstimate:
+    """The memory model of one training step of ``model`` on ``example_input``, every term
+    worked out from the model itself.
+
+    Weights, gradients and optimizer states from the parameter count; saved activations
+    as :func:`activation_bytes` counts them, plus the input batch when no layer saves it
+    as it is (under autocast the first layer saves a 16-bit copy); the activation gradients
+    alive together in backward as twice the largest floating-point tensor saved; the
+    optimizer's temporaries with
+    :func:`optimizer_temporaries_bytes`. Compare its ``peak_bytes`` with
+    :func:`measure_training_memory`.
+
+    Parameters
+    ----------
+    model : torch.nn.Module
+    example_input : Tensor or tuple of Tensor
+        One batch, on the model's device.
+    precision : str
+        One of :data:`TRAINING_PRECISIONS`.
+    optimizer : str
+        One of :data:`OPTIMIZERS`.
+    foreach : bool, optional
+        Whether the optimizer uses its multi-tensor implementation; default PyTorch's
+        choice: True when the parameters are on a CUDA GPU.
+
+    Examples
+    --------
+    >>> import torch
+    >>> net = torch.nn.Sequential(torch.nn.Linear(100, 50), torch.nn.ReLU(),
+    ...                           torch.nn.Linear(50, 10))
+    >>> est = estimate_step_memory(net, torch.randn(32, 100), optimizer="adam")
+    >>> est.activation_grads_bytes == 2 * 32 * 100 * 4  # the input is the largest saved
+    True
+    >>> est.optimizer_temporaries_bytes == 2 * 50 * 100 * 4
+    True
+    """
+    import torch
+
+    if not isinstance(model, torch.nn.Module):
+        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+    choice("optimizer", optimizer, OPTIMIZERS)
+    sizes = [p.numel() for p in model.parameters() if p.requires_grad]
+    if not sizes:
+        raise ValueError("model has no trainable parameters")
+    if foreach is None:
+        foreach = _model_device(model).type == "cuda"
+    saved = _saved_storages(model, example_input, precision, with_inputs=True)
+    largest = max((nbytes for nbytes, floating in saved if floating), default=0)
+    return estimate_training_memory(
+        sum(sizes),
+        precision=precision,
+        optimizer=optimizer,
+        activations_bytes=sum(nbytes for nbytes, _ in saved),
+        activation_grads_bytes=2 * largest,
+        optimizer_temporaries_bytes=optimizer_temporaries_bytes(
+            sizes, optimizer=optimizer, precision=precision, foreach=foreach
+        ),
+    )
 
 
 _OPTIMIZER_CLASSES = {

@@ -4,6 +4,13 @@ FLOP/s, and at least as long as its memory traffic at peak bandwidth.
 time ≥ max(FLOPs / peak FLOP/s, bytes / bandwidth). Real kernels reach a fraction of
 either ceiling, so every time this module returns is a labelled lower bound.
 
+Measured ceilings add a third term, the fixed cost of one operator call (dispatch, argument
+checks, a kernel launch on a GPU), which is what small kernels are made of:
+time ≈ overhead + max(FLOPs / peak, bytes / bandwidth). The bytes are those that must cross
+the memory interface, so a kernel whose working set fits in a cache can beat the
+bandwidth roof: measure bandwidth-bound kernels on arrays several times the last-level
+cache, or expect negative errors.
+
 The two ceilings come either from a datasheet (a :class:`~gpulab.specs.DeviceSpec` from the
 registry) or from measurements of the machine at hand (:func:`measure_ceilings`, which
 returns :class:`Ceilings`). :func:`plot_roofline` draws either kind, with kernels on it.
@@ -65,8 +72,10 @@ class Prediction:
         Predicted seconds (a lower bound).
     compute_s, memory_s : float
         Time for the arithmetic alone at peak, and for the memory traffic alone at peak.
-    bound : {"compute", "memory"}
-        Which ceiling sets ``time_s``.
+    bound : {"compute", "memory", "overhead"}
+        Which term is largest: the arithmetic, the memory traffic or the per-call overhead.
+    overhead_s : float
+        Fixed cost of one call added to the larger roof (0 for datasheet ceilings).
     """
 
     device_name: str
@@ -75,13 +84,14 @@ class Prediction:
     compute_s: float
     memory_s: float
     bound: str
+    overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         _name("device_name", self.device_name)
         choice("precision", self.precision, _CEILING_PRECISIONS)
-        for label in ("time_s", "compute_s", "memory_s"):
+        for label in ("time_s", "compute_s", "memory_s", "overhead_s"):
             non_negative_number(label, getattr(self, label))
-        choice("bound", self.bound, ("compute", "memory"))
+        choice("bound", self.bound, ("compute", "memory", "overhead"))
 
     def __str__(self) -> str:
         return (
@@ -110,6 +120,9 @@ class Ceilings:
         datasheet figures, which are predictions of what the device could do.
     note : str
         How the ceilings were obtained.
+    overhead_s : float
+        Fixed seconds of one operator call, added to every prediction; 0 for datasheet
+        ceilings (a datasheet gives none), measured by :func:`measure_ceilings`.
 
     Examples
     --------
@@ -125,12 +138,14 @@ class Ceilings:
     memory_bandwidth: float
     measured: bool = True
     note: str = ""
+    overhead_s: float = 0.0
 
     def __post_init__(self) -> None:
         _name("device_name", self.device_name)
         choice("precision", self.precision, _CEILING_PRECISIONS)
         positive_number("peak_flops", self.peak_flops)
         positive_number("memory_bandwidth", self.memory_bandwidth)
+        non_negative_number("overhead_s", self.overhead_s)
         if not isinstance(self.measured, bool):
             raise ValueError(f"measured={self.measured!r} must be True or False")
         if not isinstance(self.note, str):
@@ -175,7 +190,19 @@ class Ceilings:
         return min(self.peak_flops, intensity * self.memory_bandwidth)
 
     def predict(self, flops: float, bytes_moved: float) -> Prediction:
-        """The roofline's lower bound on a kernel's time on these ceilings."""
+        """The roofline's time for a kernel on these ceilings: the per-call overhead plus
+        the larger of its compute time and its memory time.
+
+        Examples
+        --------
+        >>> import gpulab as gl
+        >>> c = gl.Ceilings("box", "fp32", 100e9, 10e9, overhead_s=2e-6)
+        >>> p = c.predict(flops=1e6, bytes_moved=1e6)  # 10 µs + 100 µs
+        >>> round(p.time_s * 1e6, 3), p.bound
+        (102.0, 'memory')
+        >>> c.predict(flops=10, bytes_moved=10).bound
+        'overhead'
+        """
         flops = non_negative_number("flops", flops)
         bytes_moved = non_negative_number("bytes_moved", bytes_moved)
         compute_s = flops / self.peak_flops
@@ -185,18 +212,29 @@ class Ceilings:
                 f"flops={flops!r} and bytes_moved={bytes_moved!r} overflow a float on these "
                 "ceilings; check their units"
             )
-        bound = "compute" if compute_s >= memory_s else "memory"
+        roof_s = max(compute_s, memory_s)
+        if self.overhead_s > roof_s:
+            bound = "overhead"
+        else:
+            bound = "compute" if compute_s >= memory_s else "memory"
         return Prediction(
-            self.device_name, self.precision, max(compute_s, memory_s), compute_s, memory_s, bound
+            self.device_name,
+            self.precision,
+            self.overhead_s + roof_s,
+            compute_s,
+            memory_s,
+            bound,
+            self.overhead_s,
         )
 
     def __str__(self) -> str:
         kind = "measured" if self.measured else "datasheet"
+        overhead = f", {format_duration(self.overhead_s)} per call" if self.overhead_s > 0 else ""
         return (
             f"{self.device_name} ({self.precision}, {kind}): "
             f"{format_rate(self.peak_flops, 'FLOP/s')}, "
             f"{format_rate(self.memory_bandwidth, 'B/s')}, ridge point "
-            f"{self.ridge_point:.3g} FLOP/byte"
+            f"{self.ridge_point:.3g} FLOP/byte{overhead}"
         )
 
 
@@ -349,14 +387,18 @@ def measure_ceilings(
     copy_bytes: int | None = None,
     matmul_n: int | None = None,
     min_run_time_s: float = 0.3,
+    num_threads: int | None = None,
+    repeats: int = 1,
 ) -> Ceilings:
-    """Measure the local device's two roofs: a large copy for bandwidth, a large matmul for
-    FLOP/s.
+    """Measure the local device's two roofs, a large copy for bandwidth and a large matmul
+    for FLOP/s, and the fixed cost of one operator call.
 
     Bandwidth counts the bytes read plus the bytes written by ``dst.copy_(src)``, the STREAM
     convention (a CPU may move more, reading each destination line before writing it).
     Compute is ``2n³`` FLOPs of an ``n × n`` matrix multiply divided by its median time.
-    Both are timed with :func:`gpulab.benchmark`, which synchronizes the GPU.
+    The per-call overhead is the median time of an add of two one-element tensors into a
+    third, which moves and computes next to nothing. All are timed with
+    :func:`gpulab.benchmark`, which synchronizes the GPU.
 
     Parameters
     ----------
@@ -372,6 +414,14 @@ def measure_ceilings(
         Matrix side (at least 16); default 1024 on a CPU, 8192 on a GPU.
     min_run_time_s : float
         Seconds of timing per measurement.
+    num_threads : int, optional
+        CPU threads torch may use (default: what it uses now). Time the kernels you compare
+        with the same number. One thread gives the roofline of one core, which other
+        programs' load disturbs far less than a multi-threaded kernel waiting for its
+        slowest thread.
+    repeats : int
+        Rounds of the three measurements; the best of each is kept (the fastest copy and
+        matmul, the cheapest call), since other programs' load only ever slows a round.
 
     Returns
     -------
@@ -397,6 +447,9 @@ def measure_ceilings(
             f"precision={precision!r} cannot be measured; use one of {', '.join(_TORCH_DTYPES)}"
         )
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
+    if num_threads is not None:
+        positive_int("num_threads", num_threads)
+    positive_int("repeats", repeats)
     if copy_bytes is not None:
         positive_int("copy_bytes", copy_bytes)
         if copy_bytes < 4096:
@@ -414,23 +467,35 @@ def measure_ceilings(
 
     src = torch.ones(copy_bytes // 4, dtype=torch.float32, device=dev)
     dst = torch.empty_like(src)
-    copy = benchmark(lambda: dst.copy_(src), min_run_time_s=min_run_time_s, label="copy")
-    bandwidth = copy.bytes_per_s(2 * src.nbytes)
+    timing = {"min_run_time_s": min_run_time_s, "num_threads": num_threads}
+
+    def best(fn, label):  # the least disturbed round's median
+        return min(benchmark(fn, label=label, **timing).median_s for _ in range(repeats))
+
+    bandwidth = 2 * src.nbytes / best(lambda: dst.copy_(src), "copy")
 
     torch_dtype = getattr(torch, _TORCH_DTYPES[precision])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
     with tf32(precision == "tf32"):
-        mm = benchmark(lambda: torch.mm(a, b, out=c), min_run_time_s=min_run_time_s, label="matmul")
-    peak = mm.flops_per_s(2 * matmul_n**3)
+        peak = 2 * matmul_n**3 / best(lambda: torch.mm(a, b, out=c), "matmul")
+
+    one = torch.ones(1, device=dev)
+    into = torch.empty_like(one)
+    overhead_s = best(lambda: torch.add(one, one, out=into), "call")
 
     name = torch.cuda.get_device_name(dev) if dev.type == "cuda" else cpu_model()
+    threads = "" if num_threads is None else f", {num_threads} thread(s)"
+    rounds = f", best of {repeats} rounds" if repeats > 1 else ""
     note = (
         f"measured: copy of {format_bytes(copy_bytes, binary=True)} (read + write), "
-        f"{matmul_n}×{matmul_n} {precision} matmul; medians of gl.benchmark"
+        f"{matmul_n}×{matmul_n} {precision} matmul, one-element add for the per-call "
+        f"overhead{threads}; medians of gl.benchmark{rounds}"
     )
-    return Ceilings(name, precision, peak, bandwidth, measured=True, note=note)
+    return Ceilings(
+        name, precision, peak, bandwidth, measured=True, note=note, overhead_s=overhead_s
+    )
 
 
 def _as_ceilings_list(ceilings, precision: str) -> list[Ceilings]:

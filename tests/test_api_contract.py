@@ -220,6 +220,14 @@ BASELINES = {
     "activation_bytes": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
     "bytes_per_param": lambda: (("fp32", "adam"), {}),
     "estimate_training_memory": lambda: ((1_000_000,), dict(precision="fp32")),
+    "estimate_step_memory": lambda: (
+        (torch.nn.Linear(4, 4), torch.randn(2, 4)),
+        dict(precision="fp32", optimizer="adam", foreach=False),
+    ),
+    "optimizer_temporaries_bytes": lambda: (
+        ([16, 4],),
+        dict(optimizer="adam", precision="fp32", foreach=False),
+    ),
     "gpus_that_fit": lambda: ((gl.estimate_training_memory(1_000_000),), dict(headroom=0.9)),
     "measure_training_memory": lambda: (
         (torch.nn.Linear(4, 2), torch.randn(8, 4), torch.randint(0, 2, (8,))),
@@ -263,7 +271,7 @@ BASELINES = {
     "Ceilings": lambda: _fields(gl.Ceilings.from_spec("T4", "fp16")),
     "measure_ceilings": lambda: (
         ("cpu",),
-        dict(copy_bytes=2**16, matmul_n=32, min_run_time_s=0.01),
+        dict(copy_bytes=2**16, matmul_n=32, min_run_time_s=0.01, num_threads=1, repeats=1),
     ),
     "plot_roofline": lambda: (("T4", [gl.RooflinePoint("add", 1e6, 12e6)]), {}),
     "predict_time": lambda: (("T4", 1e9, 1e9), {}),
@@ -498,6 +506,8 @@ KINDS: dict[str, dict] = {
         "copy_bytes": "count",
         "matmul_n": "count",
         "min_run_time_s": "pos",
+        "num_threads": "count",
+        "repeats": "count",
     },
     "plot_roofline": {
         "ceilings": "spec",
@@ -784,6 +794,8 @@ KINDS: dict[str, dict] = {
     },
     "activation_bytes": {"model": [42]},
     "estimate_training_memory": {"n_params": "count"},
+    "estimate_step_memory": {"model": [42], "foreach": ["yes", 1]},
+    "optimizer_temporaries_bytes": {"param_sizes": [42, [], [0], [1.5]], "foreach": ["yes", 1]},
     "gpus_that_fit": {"estimate": [42], "headroom": "frac_open"},
     "measure_training_memory": {"model": [42]},
     "memory_calculator": {"n_params": "count", "batch_size": "count"},

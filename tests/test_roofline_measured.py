@@ -111,6 +111,34 @@ def test_measure_ceilings_rejects_bad_input():
         gl.measure_ceilings("tpu", copy_bytes=2**20, matmul_n=16)
 
 
+def test_the_per_call_overhead_is_added_to_the_larger_roof():
+    c = gl.Ceilings("box", "fp32", peak_flops=100e9, memory_bandwidth=10e9, overhead_s=5e-6)
+    big = c.predict(flops=1e9, bytes_moved=1e6)  # 10 ms of arithmetic, 0.1 ms of traffic
+    assert big.bound == "compute" and big.time_s == pytest.approx(10e-3 + 5e-6)
+    assert big.overhead_s == 5e-6 and big.compute_s == pytest.approx(10e-3)
+    tiny = c.predict(flops=100, bytes_moved=400)
+    assert tiny.bound == "overhead" and tiny.time_s == pytest.approx(5e-6 + 40e-9)
+    assert str(c).endswith("ridge point 10 FLOP/byte, 5 µs per call")
+    assert gl.Ceilings.from_spec("T4").overhead_s == 0  # a datasheet gives no overhead
+    with pytest.raises(ValueError, match="overhead_s=-1"):
+        gl.Ceilings("box", "fp32", 1.0, 1.0, overhead_s=-1)
+
+
+def test_measured_overhead_is_small_and_the_threads_are_recorded():
+    roof = gl.measure_ceilings(
+        "cpu", copy_bytes=2**20, matmul_n=64, min_run_time_s=0.05, num_threads=1, repeats=2
+    )
+    # A one-element add costs microseconds, not milliseconds (generous for a loaded machine).
+    assert 0 < roof.overhead_s < 1e-3
+    assert "1 thread(s)" in roof.note and "per-call overhead" in roof.note
+    assert "best of 2 rounds" in roof.note
+    assert torch.get_num_threads() >= 1  # benchmark restored the thread count
+    with pytest.raises(ValueError, match="num_threads=0"):
+        gl.measure_ceilings("cpu", num_threads=0)
+    with pytest.raises(ValueError, match="repeats=0"):
+        gl.measure_ceilings("cpu", repeats=0)
+
+
 def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
     """A vector add's measured time against the prediction from measured ceilings.
 

@@ -1,0 +1,445 @@
+"""How good are the course's cost models? Their measured errors, read from the recorded labs.
+
+Each cost model the course teaches is compared with a measurement in some lab. This module
+reads those comparisons back from the recorded notebooks (their outputs and provenance
+metadata, and the distributed lab's JSON results where a run left them), so the page
+"How good are the course's models?" (``book/model_accuracy.md``) is generated at build time
+and cannot drift from the recordings. A model whose lab has recorded no comparison yet is
+listed as such.
+
+Two ways a lab reports a comparison, tried in this order:
+
+1. a display output whose metadata holds ``gpulab_accuracy`` (a dict with ``model``,
+   ``metric``, ``value`` as a fraction, and optionally ``target``, ``n`` and ``detail``),
+   written by the cell that measured;
+2. the printed lines of the measuring cell, read with a pattern per model (for labs written
+   before the metadata existed).
+
+Recordings come from ``notebooks/<lab>.ipynb`` and, when present, from per-device copies in
+``notebooks/recordings/<kind>/<lab>.ipynb``; each gives its device and date from
+``metadata.gpulab.recorded``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import statistics
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = [
+    "ACCURACY_KEY",
+    "MODELS",
+    "ModelAccuracy",
+    "accuracy_table",
+    "collect_accuracy",
+    "find_root",
+]
+
+#: Output-metadata key under which a measuring cell records its comparison.
+ACCURACY_KEY = "gpulab_accuracy"
+
+
+@dataclass(frozen=True)
+class ModelAccuracy:
+    """One cost model's measured error in one recording (or the lack of one).
+
+    Attributes
+    ----------
+    model : str
+        The cost model, as the page names it.
+    compared : str
+        What the model predicts and what it is compared with.
+    lab : str
+        The lab notebook's name (without ``.ipynb``).
+    error : str
+        The measured error in words (e.g. ``"median |error| 8% over 10 kernels"``), or
+        ``"no recorded comparison yet"``.
+    value : float or None
+        The error as a fraction (the headline figure), None when not recorded.
+    target : float or None
+        The accuracy the course states for the model, as a fraction, if it states one.
+    device : str
+        The recording's device, from its provenance; empty when not recorded.
+    date : str
+        The recording's date (YYYY-MM-DD); empty when not recorded.
+    """
+
+    model: str
+    compared: str
+    lab: str
+    error: str
+    value: float | None = None
+    target: float | None = None
+    device: str = ""
+    date: str = ""
+
+    @property
+    def recorded(self) -> bool:
+        return self.value is not None
+
+    @property
+    def meets_target(self) -> bool | None:
+        """Whether the recorded error is within the target (None without both)."""
+        if self.value is None or self.target is None:
+            return None
+        return abs(self.value) <= self.target
+
+
+def find_root(start: str | Path | None = None) -> Path:
+    """The repository root: the first folder at or above ``start`` (default: the current
+    folder) that holds ``_toc.yml`` and ``notebooks/``."""
+    here = Path(start or Path.cwd()).resolve()
+    for folder in (here, *here.parents):
+        if (folder / "_toc.yml").is_file() and (folder / "notebooks").is_dir():
+            return folder
+    raise FileNotFoundError(
+        f"no course repository (with _toc.yml and notebooks/) at or above {here}"
+    )
+
+
+# --------------------------------------------------------------------------- reading labs
+
+
+def _recordings(root: Path, lab: str) -> list[Path]:
+    paths = [root / "notebooks" / f"{lab}.ipynb"]
+    paths += sorted((root / "notebooks" / "recordings").glob(f"*/{lab}.ipynb"))
+    return [p for p in paths if p.is_file()]
+
+
+def _provenance(nb: dict) -> tuple[str, str]:
+    recorded = nb.get("metadata", {}).get("gpulab", {}).get("recorded", {})
+    if not isinstance(recorded, dict) or not recorded:
+        return "", ""
+    # One recording per notebook file; where several kinds are stamped, take the latest date.
+    entries = [v for v in recorded.values() if isinstance(v, dict)]
+    if not entries:
+        return "", ""
+    entry = max(entries, key=lambda v: str(v.get("date", "")))
+    return str(entry.get("device", "")), str(entry.get("date", ""))
+
+
+def _outputs(nb: dict):
+    """(text, metadata) of every output of every code cell, in order."""
+    for cell in nb.get("cells", []):
+        if cell.get("cell_type") != "code":
+            continue
+        for output in cell.get("outputs", []):
+            if output.get("output_type") == "stream":
+                text = output.get("text", "")
+            else:
+                data = output.get("data", {})
+                text = data.get("text/markdown", data.get("text/plain", ""))
+            text = "".join(text) if isinstance(text, list) else str(text)
+            yield text, output.get("metadata", {}) or {}
+
+
+def _text(nb: dict) -> str:
+    return "\n".join(text for text, _ in _outputs(nb))
+
+
+def _from_metadata(nb: dict, model_key: str) -> dict | None:
+    for _, metadata in _outputs(nb):
+        record = metadata.get(ACCURACY_KEY)
+        if isinstance(record, dict) and record.get("model") == model_key:
+            if isinstance(record.get("value"), int | float):
+                return record
+    return None
+
+
+def _percent(value: float) -> str:
+    return f"{100 * value:+.0f}%"
+
+
+# --------------------------------------------------------------------------- one per model
+# Each reader takes (notebook, root) and returns (error in words, value, target) or None.
+
+Reading = tuple[str, float, float | None] | None
+
+
+def _metadata_reader(model_key: str) -> Callable[[dict, Path], Reading]:
+    def read(nb: dict, root: Path) -> Reading:
+        record = _from_metadata(nb, model_key)
+        if record is None:
+            return None
+        value = float(record["value"])
+        target = record.get("target")
+        target = float(target) if isinstance(target, int | float) else None
+        words = f"{record.get('metric', 'error')} {100 * value:.1f}%"
+        if isinstance(record.get("detail"), str) and record["detail"]:
+            words += f" ({record['detail']})"
+        return words, value, target
+
+    return read
+
+
+def _roofline_text(nb: dict, root: Path) -> Reading:
+    match = re.search(r"median \|error\| (\d+(?:\.\d+)?)% over (\d+) kernels", _text(nb))
+    if not match:
+        return None
+    value = float(match.group(1)) / 100
+    return f"median |error| {match.group(1)}% over {match.group(2)} kernels", value, 0.25
+
+
+def _allreduce(nb: dict, root: Path) -> Reading:
+    match = re.search(r"model error: median \|error\| (\d+)%, largest ([+-]?\d+)%", _text(nb))
+    if match:
+        median, largest = float(match.group(1)) / 100, float(match.group(2)) / 100
+        return (
+            f"median |error| {match.group(1)}% over the message sizes, largest {_percent(largest)}",
+            median,
+            None,
+        )
+    return _allreduce_json(root)
+
+
+def _allreduce_json(root: Path) -> Reading:
+    """From ``notebooks/dist_lab/allreduce.json`` (rows of n_bytes, time_s; world)."""
+    data = _json(root / "notebooks" / "dist_lab" / "allreduce.json")
+    rows = data.get("rows") if isinstance(data, dict) else None
+    world = data.get("world") if isinstance(data, dict) else None
+    if not isinstance(rows, list) or not isinstance(world, int) or world < 2:
+        return None
+    try:
+        sizes = [int(row["n_bytes"]) for row in rows]
+        times = [float(row["time_s"]) for row in rows]
+    except (KeyError, TypeError, ValueError):
+        return None
+    if len(sizes) < 2:
+        return None
+    import gpulab as gl
+
+    alpha, beta = gl.fit_alpha_beta(sizes, times, world)
+    errors = [
+        gl.allreduce_time(n, world, alpha_s=alpha, bandwidth_bytes_per_s=beta) / t - 1
+        for n, t in zip(sizes, times, strict=True)
+    ]
+    median = statistics.median(abs(e) for e in errors)
+    return f"median |error| {100 * median:.0f}% over {len(errors)} message sizes", median, None
+
+
+def _dp_step(nb: dict, root: Path) -> Reading:
+    text = _text(nb)
+    measured = re.search(r"(\d+) ranks:\s+[\d,]+ samples/s \(([\d.]+) ms/step\)", text)
+    model = re.search(r"model, overlap 0%: .*?step ([\d.]+) ms", text)
+    if not (measured and model):
+        return None
+    measured_ms, model_ms = float(measured.group(2)), float(model.group(1))
+    value = model_ms / measured_ms - 1
+    return (
+        f"step on {measured.group(1)} ranks: model {model_ms:g} ms (no overlap) against "
+        f"{measured_ms:g} ms measured, {_percent(value)}",
+        value,
+        None,
+    )
+
+
+def _pipeline(nb: dict, root: Path) -> Reading:
+    rows = re.findall(r"^\s*(\d+)\s+[\d.]+ms\s+(\d+)%\s+(\d+)%", _text(nb), re.M)
+    gaps = [(float(measured) - float(model)) / 100 for _, measured, model in rows]
+    if not gaps:
+        data = _json(root / "notebooks" / "dist_lab" / "pipeline.json")
+        rows_json = data.get("rows") if isinstance(data, dict) else None
+        world = data.get("world") if isinstance(data, dict) else None
+        if isinstance(rows_json, list) and isinstance(world, int) and world >= 2:
+            import gpulab as gl
+
+            try:
+                gaps = [
+                    float(r["bubble"]) - gl.pipeline_bubble(world, int(r["m"])) for r in rows_json
+                ]
+            except (KeyError, TypeError, ValueError):
+                gaps = []
+    if not gaps:
+        return None
+    median = statistics.median(abs(g) for g in gaps)
+    largest = max(gaps, key=abs)
+    return (
+        f"bubble fraction off by a median {100 * median:.0f} percentage points over "
+        f"{len(gaps)} micro-batch counts (largest {100 * largest:+.0f} points)",
+        median,
+        None,
+    )
+
+
+def _sharded(nb: dict, root: Path) -> Reading:
+    rows = re.findall(
+        r"^\s*(DDP|FSDP)\s+(?:[\d.]+MB\s+){3}([\d.]+)MB\s+([\d.]+)MB\s*$", _text(nb), re.M
+    )
+    if not rows:
+        return None
+    errors = [float(model) / float(measured) - 1 for _, measured, model in rows]
+    largest = max(errors, key=abs)
+    names = " and ".join(name for name, _, _ in rows)
+    return (
+        f"training state per rank ({names}): largest error {100 * largest:+.1f}%",
+        abs(largest),
+        None,
+    )
+
+
+def _mlperf(nb: dict, root: Path) -> Reading:
+    match = re.search(r"MLPerf[^\n]*?(?:error|off by)[^\n]*?([+-]?\d+(?:\.\d+)?)%", _text(nb), re.I)
+    if not match:
+        return None
+    value = float(match.group(1)) / 100
+    return match.group(0).strip(), abs(value), None
+
+
+def _json(path: Path):
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+
+
+def _first(*readers: Callable[[dict, Path], Reading]) -> Callable[[dict, Path], Reading]:
+    def read(nb: dict, root: Path) -> Reading:
+        for reader in readers:
+            result = reader(nb, root)
+            if result is not None:
+                return result
+        return None
+
+    return read
+
+
+@dataclass(frozen=True)
+class _Model:
+    name: str
+    compared: str
+    labs: tuple[str, ...]
+    read: Callable[[dict, Path], Reading]
+
+
+#: The course's cost models, where each is compared with a measurement, and how to read it.
+MODELS: tuple[_Model, ...] = (
+    _Model(
+        "Roofline",
+        "kernel time from measured peak FLOP/s, bandwidth and per-call overhead, against the "
+        "measured time of elementwise kernels, a sum, softmax and matmuls",
+        ("memory_bandwidth_lab",),
+        _first(_metadata_reader("roofline"), _roofline_text),
+    ),
+    _Model(
+        "Training memory",
+        "modelled peak of one training step (gl.estimate_step_memory) against the measured "
+        "peak, on MLPs, a CNN and a transformer encoder",
+        ("minibatches_lab",),
+        _metadata_reader("training memory"),
+    ),
+    _Model(
+        "All-reduce α–β",
+        "α + n/β fitted to measured all-reduce times, against those times",
+        ("distributed_lab",),
+        _allreduce,
+    ),
+    _Model(
+        "Data-parallel step time",
+        "compute time plus the α–β all-reduce of the gradients, against a measured "
+        "data-parallel step",
+        ("distributed_lab",),
+        _dp_step,
+    ),
+    _Model(
+        "Pipeline bubble",
+        "idle fraction (p − 1)/(m + p − 1) of a GPipe schedule, against the measured idle fraction",
+        ("distributed_lab",),
+        _pipeline,
+    ),
+    _Model(
+        "Sharded memory",
+        "bytes of weights, gradients and optimizer state per rank (ZeRO/FSDP), against the "
+        "bytes each rank holds",
+        ("distributed_lab",),
+        _sharded,
+    ),
+    _Model(
+        "Time to train vs MLPerf",
+        "predicted time to train from FLOPs and datasheet peaks, against published MLPerf "
+        "Training results",
+        ("case_resnet_lab", "case_bert_lab"),
+        _mlperf,
+    ),
+)
+
+
+def collect_accuracy(root: str | Path | None = None) -> list[ModelAccuracy]:
+    """Every cost model's recorded error, one entry per model and recording.
+
+    Parameters
+    ----------
+    root : path, optional
+        The repository root; default: found from the current folder (:func:`find_root`).
+
+    Returns
+    -------
+    list of ModelAccuracy
+        In the order of :data:`MODELS`. A model with no recorded comparison in any of its
+        labs' recordings gets one entry saying so.
+    """
+    root = find_root() if root is None else Path(root)
+    found: list[ModelAccuracy] = []
+    for model in MODELS:
+        entries = []
+        for lab in model.labs:
+            for path in _recordings(root, lab):
+                nb = _json(path)
+                if not isinstance(nb, dict):
+                    continue
+                reading = model.read(nb, root)
+                if reading is None:
+                    continue
+                words, value, target = reading
+                device, date = _provenance(nb)
+                entries.append(
+                    ModelAccuracy(
+                        model.name, model.compared, lab, words, value, target, device, date
+                    )
+                )
+        found += entries or [
+            ModelAccuracy(model.name, model.compared, model.labs[0], "no recorded comparison yet")
+        ]
+    return found
+
+
+def accuracy_table(entries: list[ModelAccuracy], *, lab_link: str | None = None) -> str:
+    """A Markdown table of ``entries``: model, comparison, error, target, device, date, lab.
+
+    ``lab_link``, a format string with ``{lab}`` (e.g. ``"../notebooks/{lab}.ipynb"``, for a
+    cell rendered with ``markdown_format: myst`` so the link resolves to the lab's page),
+    makes the lab's name a link; by default it is plain text.
+
+    Examples
+    --------
+    >>> row = ModelAccuracy("Roofline", "kernel time", "memory_bandwidth_lab",
+    ...                     "median |error| 8% over 10 kernels", 0.08, 0.25, "CPU", "2026-12-03")
+    >>> for cell in accuracy_table([row]).splitlines()[-1].split(" | ")[2:5]:
+    ...     print(cell)
+    median \\|error\\| 8% over 10 kernels
+    ≤ 25% (met)
+    CPU
+    """
+    lines = [
+        "| Model | Compared | Measured error | Target | Device | Recorded | Lab |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for e in entries:
+        if e.target is None:
+            target = "none stated"
+        else:
+            met = {True: "met", False: "missed", None: "not yet measured"}[e.meets_target]
+            target = f"≤ {100 * e.target:.0f}% ({met})"
+        cells = [
+            e.model,
+            e.compared,
+            e.error.replace("|", "\\|"),
+            target,
+            e.device or "—",
+            e.date or "—",
+            f"[{e.lab}]({lab_link.format(lab=e.lab)})" if lab_link else f"`{e.lab}`",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)

@@ -1,0 +1,186 @@
+"""The page "How good are the course's models?": errors read back from the recorded labs."""
+
+import json
+
+import pytest
+
+import gpulab as gl
+from gpulab.course.accuracy import (
+    ACCURACY_KEY,
+    MODELS,
+    ModelAccuracy,
+    accuracy_table,
+    collect_accuracy,
+    find_root,
+)
+
+PROVENANCE = {"cpu": {"device": "CPU only: test box", "date": "2026-01-02", "kind": "cpu"}}
+
+
+def _notebook(outputs, recorded=PROVENANCE):
+    return {
+        "cells": [{"cell_type": "code", "source": "", "metadata": {}, "outputs": outputs}],
+        "metadata": {"gpulab": {"recorded": recorded}},
+        "nbformat": 4,
+        "nbformat_minor": 5,
+    }
+
+
+def _stream(text):
+    return {"output_type": "stream", "name": "stdout", "text": text}
+
+
+def _markdown(text, record=None):
+    return {
+        "output_type": "display_data",
+        "data": {"text/markdown": text, "text/plain": "<Markdown>"},
+        "metadata": {ACCURACY_KEY: record} if record else {},
+    }
+
+
+def _repo(tmp_path, labs, recordings=None):
+    (tmp_path / "_toc.yml").write_text("format: jb-book\n")
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    for name, nb in labs.items():
+        (notebooks / f"{name}.ipynb").write_text(json.dumps(nb))
+    for kind, labs_of_kind in (recordings or {}).items():
+        folder = notebooks / "recordings" / kind
+        folder.mkdir(parents=True)
+        for name, nb in labs_of_kind.items():
+            (folder / f"{name}.ipynb").write_text(json.dumps(nb))
+    return tmp_path
+
+
+def _by_model(entries):
+    found = {}
+    for e in entries:
+        found.setdefault(e.model, []).append(e)
+    return found
+
+
+DISTRIBUTED_TEXT = """fitted on 2 ranks (gloo): alpha = 188.9 us, beta = 1.583 GB/s
+model error: median |error| 51%, largest -83%
+1 rank :   12,760 samples/s (5.0 ms/step)
+2 ranks:   10,339 samples/s (12.4 ms/step)
+model, overlap 0%: all-reduce 1.39 ms, step 6.4 ms, efficiency 78%
+model, overlap 67%: all-reduce 1.39 ms, step 5.0 ms, efficiency 100%
+  m      step  bubble measured  model (p-1)/(m+p-1)       loss
+  1    83.2ms              40%                  50%   0.999556
+  2    75.2ms              33%                  33%   0.999556
+  4    75.3ms              27%                  20%   0.999556
+  8    84.3ms              30%                  11%   0.999556
+              params     grads      Adam     total     model
+       DDP    33.6MB    33.6MB    67.2MB   134.3MB   134.3MB
+      FSDP    16.8MB    16.8MB    33.6MB    67.2MB    68.0MB
+"""
+
+
+def test_every_model_is_listed_with_its_error_device_and_date(tmp_path):
+    roofline = {"model": "roofline", "metric": "median |error|", "value": 0.12, "target": 0.25}
+    memory = {
+        "model": "training memory",
+        "metric": "largest |error|",
+        "value": 0.14,
+        "target": 0.10,
+        "detail": "8 configurations",
+    }
+    root = _repo(
+        tmp_path,
+        {
+            "memory_bandwidth_lab": _notebook([_markdown("median 12%", roofline)]),
+            "minibatches_lab": _notebook([_markdown("off by", memory)]),
+            "distributed_lab": _notebook([_stream(DISTRIBUTED_TEXT)]),
+        },
+    )
+    found = _by_model(collect_accuracy(root))
+    assert list(found) == [m.name for m in MODELS]
+
+    (roof,) = found["Roofline"]
+    assert (roof.value, roof.target, roof.meets_target) == (0.12, 0.25, True)
+    assert (roof.device, roof.date) == ("CPU only: test box", "2026-01-02")
+    (mem,) = found["Training memory"]
+    assert mem.meets_target is False and "8 configurations" in mem.error
+    (allreduce,) = found["All-reduce α–β"]
+    assert allreduce.value == 0.51 and "largest -83%" in allreduce.error
+    (step,) = found["Data-parallel step time"]
+    assert step.value == pytest.approx(6.4 / 12.4 - 1) and "no overlap" in step.error
+    (bubble,) = found["Pipeline bubble"]
+    # |40-50|, |33-33|, |27-20|, |30-11| percentage points: median 8.5, largest +19.
+    assert bubble.value == pytest.approx(0.085) and "+19 points" in bubble.error
+    (sharded,) = found["Sharded memory"]
+    assert sharded.value == pytest.approx(68.0 / 67.2 - 1)
+    (mlperf,) = found["Time to train vs MLPerf"]
+    assert not mlperf.recorded and mlperf.error == "no recorded comparison yet"
+    assert (mlperf.device, mlperf.date) == ("", "")
+
+
+def test_each_device_recording_is_its_own_row(tmp_path):
+    cpu = _notebook([_stream("median |error| 9% over 10 kernels")])
+    gpu = _notebook(
+        [_stream("median |error| 21% over 10 kernels")],
+        recorded={"cuda": {"device": "Tesla T4", "date": "2026-02-03"}},
+    )
+    root = _repo(tmp_path, {"memory_bandwidth_lab": cpu}, {"cuda": {"memory_bandwidth_lab": gpu}})
+    rows = _by_model(collect_accuracy(root))["Roofline"]
+    assert [(r.device, r.value) for r in rows] == [("CPU only: test box", 0.09), ("Tesla T4", 0.21)]
+
+
+def test_distributed_json_is_read_when_the_outputs_say_nothing(tmp_path):
+    root = _repo(tmp_path, {"distributed_lab": _notebook([])})
+    results = tmp_path / "notebooks" / "dist_lab"
+    results.mkdir()
+    alpha, beta, world = 50e-6, 1e9, 2
+    sizes = [2**k for k in range(10, 24, 2)]
+    times = [gl.allreduce_time(n, world, alpha_s=alpha, bandwidth_bytes_per_s=beta) for n in sizes]
+    rows = [
+        {"n_bytes": n, "time_s": t, "extra": "ignored"} for n, t in zip(sizes, times, strict=True)
+    ]
+    (results / "allreduce.json").write_text(json.dumps({"world": world, "rows": rows}))
+    pipe = [{"m": m, "bubble": gl.pipeline_bubble(world, m) + 0.05} for m in (1, 2, 4)]
+    (results / "pipeline.json").write_text(json.dumps({"world": world, "rows": pipe}))
+    found = _by_model(collect_accuracy(root))
+    assert found["All-reduce α–β"][0].value == pytest.approx(0, abs=1e-6)  # a perfect line
+    assert found["Pipeline bubble"][0].value == pytest.approx(0.05)
+
+
+@pytest.mark.parametrize(
+    "allreduce",
+    [{"rows": []}, {"world": 2, "rows": [{"bytes": 1}]}, ["not", "a", "dict"], "not json {"],
+)
+def test_unexpected_json_is_listed_as_not_recorded(tmp_path, allreduce):
+    root = _repo(tmp_path, {"distributed_lab": _notebook([])})
+    results = tmp_path / "notebooks" / "dist_lab"
+    results.mkdir()
+    text = allreduce if isinstance(allreduce, str) else json.dumps(allreduce)
+    (results / "allreduce.json").write_text(text)
+    (entry,) = _by_model(collect_accuracy(root))["All-reduce α–β"]
+    assert not entry.recorded and entry.error == "no recorded comparison yet"
+
+
+def test_the_course_labs_record_the_two_targets():
+    # The recorded labs themselves: the roofline and training-memory comparisons carry their
+    # targets in the measuring cells' output metadata, with provenance.
+    found = _by_model(collect_accuracy(find_root()))
+    for name, target in (("Roofline", 0.25), ("Training memory", 0.10)):
+        (entry,) = [e for e in found[name] if e.device.startswith("CPU")]
+        assert entry.target == target and entry.date and entry.value is not None
+        assert entry.meets_target, f"the recorded {name} comparison misses its target: {entry}"
+
+
+def test_table_escapes_pipes_and_says_whether_targets_are_met():
+    rows = [
+        ModelAccuracy("A", "x", "lab_a", "median |error| 30%", 0.3, 0.25, "CPU", "2026-01-01"),
+        ModelAccuracy("B", "y", "lab_b", "no recorded comparison yet"),
+    ]
+    table = accuracy_table(rows).splitlines()
+    assert table[0].startswith("| Model | Compared | Measured error")
+    assert "median \\|error\\| 30%" in table[2] and "≤ 25% (missed)" in table[2]
+    assert table[3].endswith("| none stated | — | — | `lab_b` |")
+    linked = accuracy_table(rows, lab_link="../notebooks/{lab}.html").splitlines()
+    assert linked[2].endswith("| [lab_a](../notebooks/lab_a.html) |")
+
+
+def test_find_root_needs_a_course_repository(tmp_path):
+    with pytest.raises(FileNotFoundError, match="no course repository"):
+        find_root(tmp_path)
