@@ -119,3 +119,22 @@ def test_labs_with_measured_sentences_tag_their_measuring_cells(root, lab):
     nb = nbformat.read(root / "notebooks" / f"{lab}.ipynb", as_version=4)
     tagged = [c for c in nb.cells if CLAIM_TAG in c.metadata.get("tags", [])]
     assert len(tagged) >= LABS_WITH_CLAIMS[lab], f"{lab}: {len(tagged)} tagged cells"
+
+
+def test_recorded_number_reads_a_lab_output_and_refuses_what_is_not_there(root, tmp_path):
+    lab = root / "notebooks" / "frameworks_lab.ipynb"
+    assert gl.recorded_number(lab, r"(\d+) operator calls") == 17  # deterministic output
+    with pytest.raises(ValueError, match="matches no recorded output"):
+        gl.recorded_number(lab, r"no such line: ([0-9.]+)")
+    with pytest.raises(ValueError, match="must have a group"):
+        gl.recorded_number(lab, r"operator calls")
+    with pytest.raises(ValueError, match="lab="):
+        gl.recorded_number(tmp_path / "missing_lab.ipynb", r"(\d+)")
+
+
+def test_chapters_quote_the_recorded_values_they_check(root):
+    """The two chapter sentences that once drifted from their labs now read the lab."""
+    for chapter in ("frameworks", "parallel_compute"):
+        text = (root / "book" / f"{chapter}.md").read_text(encoding="utf-8")
+        assert "gl.recorded_number(" in text, chapter
+        assert f'"../notebooks/{chapter}_lab.ipynb"' in text, chapter
