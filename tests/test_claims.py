@@ -20,7 +20,7 @@ from gpulab.claims import CLAIM_TAG
 #: each has at least. A lab leaves this list only by losing its claims, which is a choice.
 LABS_WITH_CLAIMS = {
     "gpu_basics_lab": 1,
-    "parallel_compute_lab": 2,
+    "parallel_compute_lab": 4,
     "frameworks_lab": 2,
     "energy_lab": 1,
     "case_bert_lab": 1,
