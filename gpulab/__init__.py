@@ -74,6 +74,12 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "check",
         "CheckResult",
     ),
+    "claims": (
+        "claim",
+        "Claim",
+        "ClaimError",
+        "recorded_number",
+    ),
     "chooser": (
         "DeviceOption",
         "EXAMPLE_PRICES",

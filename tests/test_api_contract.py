@@ -112,6 +112,13 @@ BASELINES = {
     # ---- check
     "check": lambda: ((1.0, 1.0), dict(quiet=True)),
     "CheckResult": lambda: _fields(gl.check(1.0, 1.0, quiet=True)),
+    # ---- claims
+    "claim": lambda: (("The add ran 1.7x faster.", True), dict(reason="above noise")),
+    "Claim": lambda: (("The add ran 1.7x faster.",), {}),
+    "recorded_number": lambda: (
+        (Path(__file__).parents[1] / "notebooks" / "frameworks_lab.ipynb", r"(\d+) operator calls"),
+        {},
+    ),
     # ---- chooser
     "DeviceOption": lambda: _fields(_plan().options[0]),
     "ExamplePrice": lambda: _fields(gl.EXAMPLE_PRICES[0]),
@@ -364,7 +371,9 @@ BASELINES = {
 }
 
 #: Public callables this file cannot drive, with the reason. Keep it short.
-EXCLUDED: dict[str, str] = {}
+EXCLUDED: dict[str, str] = {
+    "ClaimError": "an exception class (AssertionError), raised by claim, not called by a user",
+}
 
 #: Valid calls not run as such (each parameter is still checked with a bad value).
 BASELINE_NOT_RUN = {
@@ -534,6 +543,9 @@ KINDS: dict[str, dict] = {
     "eager_cost": {"fn": [42, "fn"]},
     "check": {"answer": None, "expected": "real", "hint": "text"},
     "CheckResult": {"answer": "real", "expected": "real"},
+    "claim": {"text": "text", "holds": [1, 0.5, "yes", None], "reason": "text"},
+    "Claim": {"text": "text"},
+    "recorded_number": {"lab": "path", "pattern": ["no group", "(", 42]},
     "DistPlan": {"nproc": "count"},
     "launch_env": {"base": [42, "x", ["a"]]},
     "LaunchResult": {"returncode": "int", "command": [["python"], "python", (1,)]},

@@ -1,0 +1,166 @@
+"""Sentences about a measurement, written by the cell that measured.
+
+A lab's Markdown is typed once, but its numbers change with every re-recording: a sentence
+such as "the add barely benefits from more cores" can be true on one machine and false on
+the next. The course's rule: a sentence that states what was measured is either generated
+from the measured values (Markdown output of the measuring cell, which nbval compares) or
+guarded by an ``assert`` in that cell, with a tolerance and its reason. The measuring cell
+carries the tag ``measured-claim``; ``tests/test_claims.py`` checks that every cell so
+tagged emits Markdown or asserts.
+
+:func:`claim` does both at once: it refuses a sentence whose condition the data does not
+meet, and returns the sentence as Markdown for the notebook to display. Chapters, which run
+at build time on whatever machine builds the book, quote a lab's recorded measurement with
+:func:`recorded_number` (and MyST-NB's ``glue``) instead of typing it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpulab._checks import path as check_path
+
+__all__ = ["Claim", "ClaimError", "claim", "recorded_number"]
+
+CLAIM_TAG = "measured-claim"
+
+
+class ClaimError(AssertionError):
+    """A sentence about a measurement that the measured values do not support."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    """A sentence about a measurement; a notebook displays it as Markdown.
+
+    Attributes
+    ----------
+    text : str
+        The sentence, in Markdown.
+    """
+
+    text: str
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.text, str) or not self.text.strip():
+            raise ValueError(f"text={self.text!r} must be a non-empty string")
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def claim(text: str, holds: bool = True, *, reason: str | None = None) -> Claim:
+    """Return ``text`` as Markdown, or raise if the data does not support it.
+
+    Parameters
+    ----------
+    text : str
+        The sentence, usually an f-string of the measured values. Non-empty.
+    holds : bool, default True
+        The condition, computed from the data, under which ``text`` is true. Pass the
+        comparison itself (``ratio < 1.5``), not a constant; leave it out only when
+        ``text`` merely reports values.
+    reason : str, optional
+        Why the condition and its tolerance are what they are; shown when it fails. Give
+        one whenever ``holds`` is a comparison.
+
+    Returns
+    -------
+    Claim
+        Displayed by Jupyter as Markdown (``text/markdown``) when it is the value of a cell.
+
+    Raises
+    ------
+    ClaimError
+        (an ``AssertionError``) when ``holds`` is false: the text would be wrong for this
+        run, so the lab stops rather than say it.
+
+    Examples
+    --------
+    >>> speedup = 1.7
+    >>> print(claim(f"The add ran {speedup:.1f}x faster on all cores.",
+    ...             speedup > 1.2, reason="more than noise on a shared 2-core machine"))
+    The add ran 1.7x faster on all cores.
+    >>> claim("The add barely benefits.", speedup < 1.2, reason="within noise")
+    Traceback (most recent call last):
+    ...
+    gpulab.claims.ClaimError: the data does not support: 'The add barely benefits.' (within noise)
+    """
+    if not isinstance(text, str) or not text.strip():
+        raise ValueError(f"text={text!r} must be a non-empty string")
+    if reason is not None and not isinstance(reason, str):
+        raise ValueError(f"reason={reason!r} must be a string or None")
+    if not isinstance(holds, bool):
+        # A NumPy comparison gives numpy.bool_; a number or a string here is a mistake.
+        if type(holds).__module__ != "numpy" or type(holds).__name__ not in ("bool", "bool_"):
+            raise ValueError(f"holds={holds!r} must be a bool: the condition the text needs")
+        holds = bool(holds)
+    if not holds:
+        why = f" ({reason})" if reason else ""
+        raise ClaimError(f"the data does not support: {text!r}{why}")
+    return Claim(text)
+
+
+def _output_text(output: dict) -> str:
+    if output.get("output_type") == "stream":
+        text = output.get("text", "")
+    else:
+        data = output.get("data", {})
+        text = data.get("text/markdown", data.get("text/plain", ""))
+    return "".join(text) if isinstance(text, list) else text
+
+
+def recorded_number(lab: str | Path, pattern: str) -> float:
+    """A number from a lab's recorded outputs, for a chapter to quote instead of typing it.
+
+    Parameters
+    ----------
+    lab : path
+        The lab notebook (``.ipynb``) whose committed outputs hold the number.
+    pattern : str
+        A regular expression with one group that captures the number, matched against the
+        text of each output in turn (streams, then Markdown or plain text); the first match
+        counts.
+
+    Returns
+    -------
+    float
+
+    Raises
+    ------
+    ValueError
+        When ``pattern`` has no group, or no output of the lab matches it (the lab's output
+        changed: the chapter must change with it).
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> nb = {"cells": [{"cell_type": "code", "source": "", "outputs": [
+    ...     {"output_type": "stream", "name": "stdout", "text": ["compile: 3.9 s\\n"]}]}]}
+    >>> lab = pathlib.Path(tempfile.mkdtemp()) / "x_lab.ipynb"
+    >>> _ = lab.write_text(json.dumps(nb))
+    >>> recorded_number(lab, r"compile: ([0-9.]+) s")
+    3.9
+    """
+    lab = check_path("lab", lab, kind="file")
+    if not isinstance(pattern, str):
+        raise ValueError(f"pattern={pattern!r} must be a regular expression (a string)")
+    try:
+        regex = re.compile(pattern)
+    except re.error as err:
+        raise ValueError(f"pattern={pattern!r} is not a regular expression: {err}") from None
+    if regex.groups < 1:
+        raise ValueError(f"pattern={pattern!r} must have a group that captures the number")
+    cells = json.loads(Path(lab).read_text(encoding="utf-8"))["cells"]
+    for cell in cells:
+        for output in cell.get("outputs", []):
+            found = regex.search(_output_text(output))
+            if found:
+                return float(found.group(1).replace(",", ""))
+    raise ValueError(f"pattern={pattern!r} matches no recorded output of lab={str(lab)!r}")
