@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 
 import nbformat
 import pytest
@@ -116,3 +117,11 @@ def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatc
     summary = recordings_summary(found)
     assert len(summary) == 2 and not any("No GPU recording" in line for line in summary)
     assert summary[1].startswith("GPU (NVIDIA H100 80GB HBM3): outputs recorded on")
+
+
+def test_the_kernel_waits_passively_and_the_environment_is_restored(tmp_path, monkeypatch):
+    monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
+    lab = _lab(tmp_path, "a", ["import os; print(os.environ.get('OMP_WAIT_POLICY'))"])
+    rec.record_notebook(lab, timeout=60)
+    assert nbformat.read(lab, as_version=4).cells[1].outputs[0]["text"] == "PASSIVE\n"
+    assert "OMP_WAIT_POLICY" not in os.environ
