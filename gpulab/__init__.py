@@ -138,6 +138,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "linear_flops",
         "matmul_flops",
     ),
+    "inference": (
+        "decode_estimate",
+        "DecodeEstimate",
+        "generation_timing",
+        "GenerationTiming",
+        "kv_cache_bytes",
+        "model_kv_cache_bytes",
+        "WEIGHT_FORMATS",
+        "weight_bytes",
+    ),
     "memory": (
         "activation_bytes",
         "bytes_per_param",
@@ -192,6 +202,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "roofline_readout",
         "RooflinePoint",
     ),
+    "scoreboard": ("Scoreboard",),
     "simt": (
         "Dim3",
         "launch",
