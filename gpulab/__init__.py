@@ -176,6 +176,16 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "linear_flops",
         "matmul_flops",
     ),
+    "inference": (
+        "decode_estimate",
+        "DecodeEstimate",
+        "generation_timing",
+        "GenerationTiming",
+        "kv_cache_bytes",
+        "model_kv_cache_bytes",
+        "WEIGHT_FORMATS",
+        "weight_bytes",
+    ),
     "memory": (
         "activation_bytes",
         "bytes_per_param",
@@ -238,6 +248,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "roofline_readout",
         "RooflinePoint",
     ),
+    "scoreboard": ("Scoreboard",),
     "simt": (
         "Dim3",
         "KernelCounts",

@@ -364,6 +364,19 @@ BASELINES = {
         (),
         dict(n_params=1e9, spec="H100 SXM", n_gpus=8, link="NVLink 4", precision="amp_bf16"),
     ),
+    # ---- inference
+    "kv_cache_bytes": lambda: ((), dict(layers=2, heads=4, head_dim=16, seq_len=32, batch=2)),
+    "model_kv_cache_bytes": lambda: (("Llama-2-7B",), dict(seq_len=128, batch=2)),
+    "weight_bytes": lambda: ((6.7e9,), dict(weight_format="int8")),
+    "decode_estimate": lambda: (
+        ("A100 80GB", 6.7e9),
+        dict(weight_format="int8", batch=4, kv_bytes=1e9, precision="bf16"),
+    ),
+    "DecodeEstimate": lambda: _fields(gl.decode_estimate("T4", 1e9)),
+    "generation_timing": lambda: ((0.0, [0.5, 0.6, 0.7]), {}),
+    "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
+    # ---- scoreboard
+    "Scoreboard": lambda: ((gl.BenchResult((1e-3,), 1),), dict(label="baseline")),
     # ---- units
     "format_bytes": lambda: ((1e9,), {}),
     "format_duration": lambda: ((1.5,), {}),
@@ -838,6 +851,12 @@ KINDS: dict[str, dict] = {
     "find_spec": {"device_name": "text"},
     "sm_architecture": {"spec": "spec"},
     "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
+    "kv_cache_bytes": {p: "count" for p in ("layers", "heads", "head_dim", "seq_len", "batch")},
+    "model_kv_cache_bytes": {"seq_len": "count", "batch": "count"},
+    "decode_estimate": {"spec": "spec", "n_params": "pos", "batch": "count"},
+    "DecodeEstimate": {"batch": "count", "bytes_moved": "pos", "step_s": "pos"},
+    "generation_timing": {"start_s": "real"},
+    "GenerationTiming": {"n_tokens": "count"},
     "get_spec": {"name": "spec"},
     "train": {
         "model": [42],

@@ -141,3 +141,34 @@ def test_labs_missing_from_the_toc_come_last(tmp_path, root):
         "      - file: notebooks/c_lab\n      - file: notebooks/b_lab\n"
     )
     assert [lab.path.stem for lab in labs_in_course_order(tmp_path)] == ["c_lab", "b_lab", "a_lab"]
+
+
+def test_closing_lab_ends_the_agenda_and_its_time_is_reserved():
+    capstone = fake_lab(99, cpu_s=55.0)
+    labs = [*TEN_LABS, capstone]
+    for minutes in (210, 390):
+        agenda = make_agenda(labs, minutes, closing=capstone)
+        assert agenda.used_minutes <= minutes
+        *_, brk, chapter, lab, wrap = agenda.slots
+        assert (brk.kind, chapter.kind, lab.kind, wrap.kind) == (
+            "break",
+            "chapter",
+            "lab",
+            "wrap-up",
+        )
+        assert lab.lab is capstone and chapter.lab is capstone
+        assert lab.minutes == 1 + DEFAULTS["working_min"]  # 55 s recorded, rounded up
+        assert "closing session; run 55 s as recorded on CPU" in lab.note
+        assert agenda.covered[-1] is capstone and capstone not in agenda.left_out
+        without = make_agenda(TEN_LABS, minutes)
+        assert len(agenda.covered) - 1 <= len(without.covered)  # the others fill what is left
+    taster, half, full = standard_agendas(labs, closing=capstone)
+    assert capstone not in taster.covered  # the taster keeps to the first chapters
+    assert half.covered[-1] is capstone and full.covered[-1] is capstone
+
+
+def test_closing_lab_that_cannot_fit_is_refused():
+    with pytest.raises(ValueError, match="minutes=40 is too short for the closing session"):
+        make_agenda(TEN_LABS, 40, closing=fake_lab(99))
+    with pytest.raises(ValueError, match="closing='capstone'"):
+        make_agenda(TEN_LABS, 210, closing="capstone")

@@ -192,6 +192,7 @@ def make_agenda(
     name: str = "",
     device: str = "cuda",
     chapter_titles: dict[str, str] | None = None,
+    closing: LabInfo | None = None,
     **allowances: int,
 ) -> Agenda:
     """Plan a workshop of ``minutes`` minutes covering as many of ``labs`` as fit, in order.
@@ -209,6 +210,9 @@ def make_agenda(
         used where a lab has one, the CPU record otherwise.
     chapter_titles : dict, optional
         Chapter title by chapter path (``"book/gpu_basics"``); default: the path.
+    closing : LabInfo, optional
+        A lab kept for the closing session (the capstone): its time is reserved first, the
+        other labs fill what is left in order, and it comes last, before the wrap-up.
     **allowances : int
         Override any of :data:`DEFAULTS` (minutes): ``reading_min``, ``working_min``,
         ``welcome_min``, ``wrap_up_min``, ``session_max_min``, ``break_min``, ``lunch_min``,
@@ -234,6 +238,19 @@ def make_agenda(
     if not labs:
         raise ValueError("labs=[] is empty: an agenda needs at least one lab")
     titles = chapter_titles or {}
+    reserved = 0
+    if closing is not None:
+        if not isinstance(closing, LabInfo):
+            raise ValueError(f"closing={closing!r} must be a LabInfo (see list_labs)")
+        labs = [lab for lab in labs if lab.path != closing.path]
+        closing_min, closing_note = lab_minutes(closing, device, opts["working_min"])
+        reserved = opts["break_min"] + opts["reading_min"] + closing_min
+        need = opts["welcome_min"] + reserved + opts["wrap_up_min"]
+        if need > minutes:
+            raise ValueError(
+                f"minutes={minutes} is too short for the closing session ({closing.title!r}): "
+                f"with the welcome, a break and the wrap-up it needs {need}"
+            )
 
     slots: list[Slot] = []
 
@@ -253,8 +270,8 @@ def make_agenda(
                 pause, kind = opts["lunch_min"], "lunch"
             else:
                 pause, kind = opts["break_min"], "break"
-        if slots[-1].end_min + pause + block + opts["wrap_up_min"] > minutes:
-            if not covered:
+        if slots[-1].end_min + pause + block + reserved + opts["wrap_up_min"] > minutes:
+            if not covered and closing is None:
                 need = opts["welcome_min"] + block + opts["wrap_up_min"]
                 raise ValueError(
                     f"minutes={minutes} is too short: the welcome, the first lab "
@@ -272,6 +289,12 @@ def make_agenda(
         covered.append(lab)
     else:
         left_out = ()
+    if closing is not None:
+        if covered:
+            add(opts["break_min"], "break", "Break")
+        add(opts["reading_min"], "chapter", titles.get(closing.chapter, closing.chapter), closing)
+        add(closing_min, "lab", closing.title, closing, f"closing session; {closing_note}")
+        covered.append(closing)
     add(opts["wrap_up_min"], "wrap-up", "Wrap-up: takeaways, questions, what to try next")
     return Agenda(
         name=name or f"{minutes}-minute workshop",
@@ -285,9 +308,18 @@ def make_agenda(
     )
 
 
-def standard_agendas(labs: Sequence[LabInfo], **kwargs) -> list[Agenda]:
-    """The three formats of :data:`STANDARD_FORMATS`, each made with :func:`make_agenda`."""
-    return [make_agenda(labs, minutes, name=name, **kwargs) for name, minutes in STANDARD_FORMATS]
+def standard_agendas(
+    labs: Sequence[LabInfo], closing: LabInfo | None = None, **kwargs
+) -> list[Agenda]:
+    """The three formats of :data:`STANDARD_FORMATS`, each made with :func:`make_agenda`.
+
+    ``closing`` (the capstone lab) closes the half day and the full day; the taster keeps to
+    the first chapters and leaves it out.
+    """
+    return [
+        make_agenda(labs, minutes, name=name, closing=closing if minutes >= 210 else None, **kwargs)
+        for name, minutes in STANDARD_FORMATS
+    ]
 
 
 def labs_in_course_order(root: str | Path = ".") -> list[LabInfo]:

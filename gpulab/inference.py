@@ -1,0 +1,347 @@
+"""Inference cost models: the KV cache, bytes per generated token, TTFT and TPOT.
+
+A language model generates text in two phases. **Prefill** reads the whole prompt in one
+pass: many tokens per read of the weights, so it does many FLOPs per byte. **Decode** then
+produces one token per step: every step reads every weight (and the KV cache) to make one
+token per sequence in the batch, so it does about 2 FLOPs per parameter read and is
+memory-bound on every device in the registry. Its speed is therefore bounded by
+``memory bandwidth / bytes read per step``, which is why storing weights in fewer bits
+(int8, 4-bit) speeds decoding up even when the arithmetic stays in 16 bits.
+
+See also the chapter *Beyond speed* (section "Inference") and ``notebooks/inference_lab``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from gpulab._checks import (
+    choice,
+    finite_number,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    resolve_spec,
+    text,
+)
+from gpulab.precision import PEAK_PRECISIONS, compute_bytes
+
+__all__ = [
+    "WEIGHT_FORMATS",
+    "DecodeEstimate",
+    "GenerationTiming",
+    "decode_estimate",
+    "generation_timing",
+    "kv_cache_bytes",
+    "model_kv_cache_bytes",
+    "weight_bytes",
+]
+
+#: Bits per stored weight. "int8" and "int4" are weight-only formats: the weights are stored
+#: in 8 or 4 bits (plus a small per-group scale, not counted here) and widened to 16 bits
+#: for the arithmetic.
+WEIGHT_FORMATS = {"fp32": 32, "fp16": 16, "bf16": 16, "int8": 8, "int4": 4}
+
+_KV_PRECISIONS = ("fp32", "fp16", "bf16", "fp8")
+
+
+def kv_cache_bytes(
+    layers: int,
+    heads: int,
+    head_dim: int,
+    seq_len: int,
+    batch: int = 1,
+    precision: str = "bf16",
+) -> int:
+    """Bytes of the KV cache: layers × 2 × heads × head_dim × seq_len × batch × bytes.
+
+    Each layer keeps a key and a value vector (the 2) of ``head_dim`` numbers per attention
+    head for every token of every sequence, so the cache grows linearly with context length
+    and with the number of sequences served at once.
+
+    Parameters
+    ----------
+    layers : int
+        Transformer layers.
+    heads : int
+        Heads that keep keys and values: all heads for multi-head attention, the KV-head
+        count for grouped-query attention.
+    head_dim : int
+        Numbers per head (hidden size ÷ heads).
+    seq_len : int
+        Tokens cached per sequence (prompt plus generated tokens).
+    batch : int
+        Sequences served at once.
+    precision : {"fp32", "fp16", "bf16", "fp8"}
+        Storage precision of the cache.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.kv_cache_bytes(layers=32, heads=32, head_dim=128, seq_len=4096)  # Llama-2-7B
+    2147483648
+    >>> gl.kv_cache_bytes(layers=2, heads=4, head_dim=16, seq_len=10, batch=3, precision="fp32")
+    30720
+    """
+    values = (
+        positive_int("layers", layers)
+        * 2
+        * positive_int("heads", heads)
+        * positive_int("head_dim", head_dim)
+        * positive_int("seq_len", seq_len)
+        * positive_int("batch", batch)
+    )
+    choice("precision", precision, _KV_PRECISIONS)
+    return values * compute_bytes(precision)
+
+
+def model_kv_cache_bytes(
+    model, seq_len: int | None = None, batch: int = 1, precision: str = "bf16"
+) -> int:
+    """:func:`kv_cache_bytes` for a named transformer (:func:`gpulab.get_model`).
+
+    Parameters
+    ----------
+    model : str or NamedModel
+        A transformer in :data:`gpulab.NAMED_MODELS` (its layers, hidden size and heads).
+    seq_len : int, optional
+        Tokens per sequence; default the model's context length.
+    batch, precision
+        As for :func:`kv_cache_bytes`.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.model_kv_cache_bytes("GPT-2 XL", batch=8) / 2**30  # 48 x 2 x 1600 x 1024 x 8 x 2
+    2.34375
+    """
+    from gpulab.training_time import NamedModel, get_model
+
+    entry = model if isinstance(model, NamedModel) else get_model(model)
+    if entry.family != "transformer":
+        raise ValueError(f"model={entry.name!r} is a {entry.family}: it has no KV cache")
+    seq_len = entry.seq_len if seq_len is None else positive_int("seq_len", seq_len)
+    return kv_cache_bytes(
+        layers=entry.layers,
+        heads=entry.heads,
+        head_dim=entry.hidden // entry.heads,
+        seq_len=seq_len,
+        batch=batch,
+        precision=precision,
+    )
+
+
+def weight_bytes(n_params: float, weight_format: str = "bf16") -> float:
+    """Bytes of ``n_params`` weights stored in ``weight_format`` (see :data:`WEIGHT_FORMATS`).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.weight_bytes(6.7e9, "bf16") / 1e9, gl.weight_bytes(6.7e9, "int4") / 1e9
+    (13.4, 3.35)
+    """
+    n_params = non_negative_number("n_params", n_params)
+    choice("weight_format", weight_format, WEIGHT_FORMATS)
+    return n_params * WEIGHT_FORMATS[weight_format] / 8
+
+
+@dataclass(frozen=True)
+class DecodeEstimate:
+    """The roofline bound on one decode step; see :func:`decode_estimate`.
+
+    Attributes
+    ----------
+    device_name : str
+    weight_format : str
+    batch : int
+        Sequences decoded together (one token each per step).
+    flops : float
+        FLOPs per step: 2 × parameters × batch.
+    bytes_moved : float
+        Bytes read per step: the weights once, plus the KV cache given.
+    step_s : float
+        Least time per step.
+    bound : {"memory", "compute"}
+    """
+
+    device_name: str
+    weight_format: str
+    batch: int
+    flops: float
+    bytes_moved: float
+    step_s: float
+    bound: str
+
+    def __post_init__(self) -> None:
+        text("device_name", self.device_name)
+        choice("weight_format", self.weight_format, WEIGHT_FORMATS)
+        positive_int("batch", self.batch)
+        non_negative_number("flops", self.flops)
+        positive_number("bytes_moved", self.bytes_moved)
+        positive_number("step_s", self.step_s)
+        choice("bound", self.bound, ("memory", "compute"))
+
+    @property
+    def tokens_per_s(self) -> float:
+        """Most tokens per second, all sequences together (an upper bound)."""
+        return self.batch / self.step_s
+
+    @property
+    def tokens_per_s_per_sequence(self) -> float:
+        """Most tokens per second one sequence (one user) sees."""
+        return 1 / self.step_s
+
+    def __str__(self) -> str:
+        return (
+            f"{self.device_name}, {self.weight_format} weights, batch {self.batch}: at most "
+            f"{self.tokens_per_s:,.1f} tokens/s ({self.bound}-bound). PREDICTION (roofline), "
+            "not measured"
+        )
+
+
+def _arithmetic_precision(spec) -> str:
+    for precision in ("bf16", "fp16", "fp32"):
+        if precision in spec.peak_flops:
+            return precision
+    raise ValueError(f"spec={spec.name!r} has no bf16, fp16 or fp32 peak in the registry")
+
+
+def decode_estimate(
+    spec,
+    n_params: float,
+    *,
+    weight_format: str = "bf16",
+    batch: int = 1,
+    kv_bytes: float = 0,
+    precision: str | None = None,
+) -> DecodeEstimate:
+    """Roofline bound on decoding: bytes per step over bandwidth, FLOPs over peak.
+
+    Every decode step reads all ``n_params`` weights once (in ``weight_format``) and the
+    KV cache (``kv_bytes``, all sequences together), and does 2 FLOPs per parameter for each
+    of the ``batch`` tokens it produces. Attention's own FLOPs and the activations are left
+    out; at short contexts they are small.
+
+    Parameters
+    ----------
+    spec : DeviceSpec or str
+        A registry entry.
+    n_params : float
+        Parameters of the model.
+    weight_format : str
+        How the weights are stored, a key of :data:`WEIGHT_FORMATS`.
+    batch : int
+        Sequences decoded together.
+    kv_bytes : float
+        KV-cache bytes read per step (see :func:`kv_cache_bytes`); default 0.
+    precision : str, optional
+        Peak used for the arithmetic; default the spec's best of bf16, fp16, fp32 (weight-only
+        int8 and int4 are widened to 16 bits before the multiply).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> e = gl.decode_estimate("A100 80GB", 6.7e9)   # Llama-2-7B, 16-bit weights
+    >>> round(e.tokens_per_s, 1), e.bound
+    (152.2, 'memory')
+    >>> round(gl.decode_estimate("A100 80GB", 6.7e9, weight_format="int8").tokens_per_s, 1)
+    304.3
+    """
+    from gpulab.roofline import predict_time
+
+    entry = resolve_spec("spec", spec)
+    n_params = float(non_negative_number("n_params", n_params))
+    if n_params == 0:
+        raise ValueError("n_params=0 must be above 0: a model has weights")
+    choice("weight_format", weight_format, WEIGHT_FORMATS)
+    batch = positive_int("batch", batch)
+    kv_bytes = non_negative_number("kv_bytes", kv_bytes)
+    if precision is None:
+        precision = _arithmetic_precision(entry)
+    else:
+        choice("precision", precision, PEAK_PRECISIONS)
+    flops = 2 * n_params * batch
+    moved = weight_bytes(n_params, weight_format) + kv_bytes
+    p = predict_time(entry, flops=flops, bytes_moved=moved, precision=precision)
+    return DecodeEstimate(entry.name, weight_format, batch, flops, moved, p.time_s, p.bound)
+
+
+@dataclass(frozen=True)
+class GenerationTiming:
+    """Latency of one generated answer; see :func:`generation_timing`.
+
+    Attributes
+    ----------
+    ttft_s : float
+        Time to first token: from the request to the first generated token (the prefill and
+        one step).
+    tpot_s : float
+        Time per output token after the first: the mean decode step.
+    n_tokens : int
+        Tokens generated.
+    """
+
+    ttft_s: float
+    tpot_s: float
+    n_tokens: int
+
+    def __post_init__(self) -> None:
+        non_negative_number("ttft_s", self.ttft_s)
+        non_negative_number("tpot_s", self.tpot_s)
+        positive_int("n_tokens", self.n_tokens)
+
+    @property
+    def total_s(self) -> float:
+        """TTFT + (n_tokens − 1) × TPOT: the whole answer."""
+        return self.ttft_s + (self.n_tokens - 1) * self.tpot_s
+
+    @property
+    def decode_tokens_per_s(self) -> float:
+        """Tokens per second after the first (1 / TPOT); inf for a single token."""
+        return math.inf if self.tpot_s == 0 else 1 / self.tpot_s
+
+    def __str__(self) -> str:
+        from gpulab.units import format_duration
+
+        return (
+            f"TTFT {format_duration(self.ttft_s)}, TPOT {format_duration(self.tpot_s)} "
+            f"over {self.n_tokens} tokens"
+        )
+
+
+def generation_timing(start_s: float, token_times_s: Sequence[float]) -> GenerationTiming:
+    """TTFT and TPOT from the clock time of a request and of each token it produced.
+
+    Parameters
+    ----------
+    start_s : float
+        When the request arrived (any clock, e.g. :func:`time.perf_counter`).
+    token_times_s : sequence of float
+        When each generated token was ready, same clock, in order.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> t = gl.generation_timing(10.0, [10.5, 10.6, 10.7, 10.8])
+    >>> round(t.ttft_s, 3), round(t.tpot_s, 3), round(t.total_s, 3)
+    (0.5, 0.1, 0.8)
+    """
+    start_s = finite_number("start_s", start_s)
+    if isinstance(token_times_s, (str, bytes)) or not isinstance(token_times_s, Sequence):
+        raise ValueError(f"token_times_s={token_times_s!r} must be a sequence of times")
+    if len(token_times_s) == 0:
+        raise ValueError("token_times_s=[] is empty: at least one token is needed")
+    times = [finite_number(f"token_times_s[{i}]", t) for i, t in enumerate(token_times_s)]
+    previous = start_s
+    for i, t in enumerate(times):
+        if t < previous:
+            raise ValueError(
+                f"token_times_s[{i}]={t!r} is earlier than the time before it ({previous!r}): "
+                "times must not go backwards"
+            )
+        previous = t
+    ttft = times[0] - start_s
+    tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    return GenerationTiming(ttft, tpot, len(times))

@@ -1,0 +1,123 @@
+"""The inference cost models: KV cache, bytes per token, decode bound, TTFT and TPOT."""
+
+import math
+
+import pytest
+
+import gpulab as gl
+
+
+def test_kv_cache_formula_counts_every_factor():
+    base = dict(layers=3, heads=5, head_dim=7, seq_len=11, batch=13, precision="fp32")
+    assert gl.kv_cache_bytes(**base) == 3 * 2 * 5 * 7 * 11 * 13 * 4
+    for name in ("layers", "heads", "head_dim", "seq_len", "batch"):
+        doubled = {**base, name: 2 * base[name]}
+        assert gl.kv_cache_bytes(**doubled) == 2 * gl.kv_cache_bytes(**base), name
+    assert gl.kv_cache_bytes(**{**base, "precision": "bf16"}) * 2 == gl.kv_cache_bytes(**base)
+    assert gl.kv_cache_bytes(**{**base, "precision": "fp8"}) * 4 == gl.kv_cache_bytes(**base)
+
+
+def test_llama_2_7b_cache_is_half_a_mebibyte_per_token():
+    # 32 layers x 2 x 4096 (32 heads x 128) x 2 bytes = 512 KiB per token in 16 bits
+    per_token = gl.model_kv_cache_bytes("Llama-2-7B", seq_len=1)
+    assert per_token == 512 * 1024
+    assert gl.model_kv_cache_bytes("llama 2 7b") == 4096 * per_token  # default: its context
+    assert gl.model_kv_cache_bytes("Llama-2-7B", batch=4, precision="fp32") == 8 * 4096 * per_token
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        (dict(layers=0), "layers=0"),
+        (dict(heads=-1), "heads=-1"),
+        (dict(head_dim=2.5), "head_dim=2.5"),
+        (dict(seq_len=True), "seq_len=True"),
+        (dict(batch=float("nan")), "batch=nan"),
+        (dict(precision="int4"), "precision='int4'"),
+    ],
+)
+def test_kv_cache_refuses_bad_input(kwargs, match):
+    base = dict(layers=2, heads=2, head_dim=2, seq_len=2)
+    with pytest.raises(ValueError, match=match):
+        gl.kv_cache_bytes(**{**base, **kwargs})
+
+
+def test_named_model_must_be_a_transformer():
+    with pytest.raises(ValueError, match="ResNet-50.*no KV cache"):
+        gl.model_kv_cache_bytes("ResNet-50")
+    with pytest.raises(ValueError, match="name='GPT-5'"):
+        gl.model_kv_cache_bytes("GPT-5")
+
+
+def test_weight_bytes_follow_the_bits():
+    assert gl.weight_bytes(1000, "fp32") == 4000
+    assert gl.weight_bytes(1000, "int8") == 1000
+    assert gl.weight_bytes(1000, "int4") == 500
+    with pytest.raises(ValueError, match="weight_format='int2'"):
+        gl.weight_bytes(1000, "int2")
+
+
+def test_decode_is_memory_bound_and_scales_with_bytes_per_weight():
+    a100 = gl.get_spec("A100 80GB")
+    rates = {
+        f: gl.decode_estimate(a100, 6.7e9, weight_format=f).tokens_per_s
+        for f in ("bf16", "int8", "int4")
+    }
+    assert rates["bf16"] == pytest.approx(a100.memory_bandwidth / 13.4e9)
+    assert rates["int8"] == pytest.approx(2 * rates["bf16"])
+    assert rates["int4"] == pytest.approx(4 * rates["bf16"])
+    assert gl.decode_estimate(a100, 6.7e9).bound == "memory"
+
+
+def test_batching_shares_the_weights_until_compute_binds():
+    one = gl.decode_estimate("H100 SXM", 6.7e9)
+    eight = gl.decode_estimate("H100 SXM", 6.7e9, batch=8)
+    assert eight.tokens_per_s == pytest.approx(8 * one.tokens_per_s)  # still memory-bound
+    assert eight.tokens_per_s_per_sequence == pytest.approx(one.tokens_per_s_per_sequence)
+    huge = gl.decode_estimate("H100 SXM", 6.7e9, batch=4096)
+    assert huge.bound == "compute" and huge.tokens_per_s < 4096 * one.tokens_per_s
+
+
+def test_kv_cache_reads_slow_decoding():
+    kv = gl.model_kv_cache_bytes("Llama-2-7B")  # 2 GiB at 4096 tokens
+    plain = gl.decode_estimate("A100 80GB", 6.7e9)
+    with_kv = gl.decode_estimate("A100 80GB", 6.7e9, kv_bytes=kv)
+    assert with_kv.bytes_moved == plain.bytes_moved + kv
+    assert with_kv.step_s / plain.step_s == pytest.approx((13.4e9 + kv) / 13.4e9)
+    assert "PREDICTION" in str(with_kv)
+
+
+def test_decode_estimate_refuses_bad_input():
+    with pytest.raises(ValueError, match="n_params=0"):
+        gl.decode_estimate("T4", 0)
+    with pytest.raises(ValueError, match="spec="):
+        gl.decode_estimate("Z9000", 1e9)
+    with pytest.raises(ValueError, match="kv_bytes=-1"):
+        gl.decode_estimate("T4", 1e9, kv_bytes=-1)
+
+
+def test_generation_timing():
+    t = gl.generation_timing(1.0, [1.3, 1.4, 1.5, 1.6, 1.7])
+    assert t.ttft_s == pytest.approx(0.3)
+    assert t.tpot_s == pytest.approx(0.1)
+    assert t.n_tokens == 5
+    assert t.total_s == pytest.approx(0.7)
+    assert t.decode_tokens_per_s == pytest.approx(10)
+    single = gl.generation_timing(0.0, [0.25])
+    assert single.tpot_s == 0 and math.isinf(single.decode_tokens_per_s)
+    assert "TTFT" in str(t) and "TPOT" in str(t)
+
+
+@pytest.mark.parametrize(
+    "times, match",
+    [
+        ([], "empty"),
+        ([0.5, 0.4], r"token_times_s\[1\]=0.4"),
+        ([-1.0], r"token_times_s\[0\]"),
+        ("0.5", "token_times_s='0.5'"),
+        ([0.5, float("nan")], r"token_times_s\[1\]=nan"),
+    ],
+)
+def test_generation_timing_refuses_bad_times(times, match):
+    with pytest.raises(ValueError, match=match):
+        gl.generation_timing(0.0, times)
