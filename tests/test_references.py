@@ -1,0 +1,47 @@
+"""The bibliography parses, holds each key once, and has every key the book and labs cite."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+BIB = ROOT / "book" / "references.bib"
+CITE = re.compile(r"\{cite(?::[a-z]+)?\}`([^`]+)`")
+
+
+def _keys_in_order() -> list[str]:
+    return re.findall(r"^@\w+\{([^,\s]+),", BIB.read_text(encoding="utf-8"), re.M)
+
+
+def test_bibliography_parses_with_one_entry_per_key():
+    pybtex = pytest.importorskip("pybtex.database")
+    entries = pybtex.parse_file(str(BIB)).entries  # a missing brace fails here, with its line
+    keys = _keys_in_order()
+    assert len(entries) == len(keys)
+    assert sorted(k for k in set(keys) if keys.count(k) > 1) == []
+
+
+def _cited() -> dict[str, set[str]]:
+    found: dict[str, set[str]] = {}
+    for path in sorted((ROOT / "book").glob("*.md")):
+        for match in CITE.finditer(path.read_text(encoding="utf-8")):
+            for key in match.group(1).split(","):
+                found.setdefault(key.strip(), set()).add(path.name)
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
+            for match in CITE.finditer("".join(cell["source"])):
+                for key in match.group(1).split(","):
+                    found.setdefault(key.strip(), set()).add(path.name)
+    return found
+
+
+def test_every_cited_key_is_in_the_bibliography():
+    keys = set(_keys_in_order())
+    cited = _cited()
+    assert cited, "no {cite} roles found: the pattern no longer matches the book"
+    missing = {key: sorted(where) for key, where in cited.items() if key not in keys}
+    assert missing == {}
