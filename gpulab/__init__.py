@@ -155,6 +155,18 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "sharded_memory",
         "ShardedMemory",
     ),
+    "parallelism": (
+        "context_parallel_bytes",
+        "expert_parallel_bytes",
+        "layer_activation_bytes",
+        "ParallelPlan",
+        "pipeline_inflight_microbatches",
+        "RECOMPUTE",
+        "SCHEDULES",
+        "suggest_parallelism",
+        "tensor_parallel_comm",
+        "TensorParallelComm",
+    ),
     "plotting": (
         "COLORS",
         "course_style",
@@ -233,6 +245,11 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "format_bytes",
         "format_duration",
         "format_rate",
+    ),
+    "utilisation": (
+        "hfu",
+        "mfu",
+        "recompute_flops",
     ),
     "widgets": (
         "chooser_widget",

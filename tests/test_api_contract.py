@@ -90,6 +90,10 @@ def _plan():
     return gl.plan_training("BERT-base", batch_size=8, seq_len=128)
 
 
+def _parallel_plan():
+    return gl.suggest_parallelism(7e9, layers=32, hidden=4096, seq_len=4096, n_gpus=64)
+
+
 _LINK = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9)
 
 #: One valid call per public callable: name -> function returning (args, kwargs).
@@ -200,6 +204,18 @@ BASELINES = {
     "scaling_curve": lambda: ((0.1, 1e9, [1, 2, 8]), dict(link="PCIe 4")),
     "sharded_memory": lambda: ((1e9, 8, 2), {}),
     "ShardedMemory": lambda: _fields(gl.sharded_memory(1e9, 8, 2)),
+    # ---- parallelism
+    "context_parallel_bytes": lambda: ((1, 1024, 256, 4), {}),
+    "expert_parallel_bytes": lambda: ((512, 256, 4), dict(top_k=2)),
+    "layer_activation_bytes": lambda: ((1, 128, 64, 4), dict(tensor_parallel=2)),
+    "ParallelPlan": lambda: _fields(_parallel_plan()),
+    "pipeline_inflight_microbatches": lambda: ((2, 4, "1f1b"), dict(stage=0)),
+    "suggest_parallelism": lambda: (
+        (7e9,),
+        dict(layers=32, hidden=4096, seq_len=4096, n_gpus=64, spec="H100 SXM5 80GB"),
+    ),
+    "tensor_parallel_comm": lambda: ((8, 1, 512, 2), dict(bytes_per_value=4, block="mlp")),
+    "TensorParallelComm": lambda: _fields(gl.tensor_parallel_comm(8, 1, 512, 2)),
     # ---- plotting
     "course_style": lambda: ((), {}),
     "plot_measured_vs_predicted": lambda: (
@@ -301,6 +317,10 @@ BASELINES = {
         (),
         dict(n_params=1e9, spec="H100 SXM", n_gpus=8, link="NVLink 4", precision="amp_bf16"),
     ),
+    # ---- utilisation
+    "hfu": lambda: ((8e12, 1.0, 1e13), dict(n_gpus=1)),
+    "mfu": lambda: ((6e12, 1.0, 1e13), dict(n_gpus=1)),
+    "recompute_flops": lambda: ((6e12, 1.0), {}),
     # ---- units
     "format_bytes": lambda: ((1e9,), {}),
     "format_duration": lambda: ((1.5,), {}),
@@ -432,6 +452,40 @@ KINDS: dict[str, dict] = {
         "optimizer_bytes": "nonneg",
     },
     "ShardedMemory": {"n_gpus": "count", "stage": [4, -1, 1.0, True, "2", NAN]},
+    "context_parallel_bytes": {
+        "batch_size": "count", "seq_len": "count", "kv_hidden": "count", "n_gpus": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"], "backward": [1, "yes", None],
+    },  # fmt: skip
+    "expert_parallel_bytes": {
+        "tokens_per_gpu": "count", "hidden": "count", "n_gpus": "count", "top_k": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"], "backward": [1, "yes", None],
+    },  # fmt: skip
+    "layer_activation_bytes": {
+        "batch_size": "count", "seq_len": "count", "hidden": "count", "heads": "count",
+        "tensor_parallel": "count", "sequence_parallel": [1, "yes", None],
+    },  # fmt: skip
+    "pipeline_inflight_microbatches": {
+        "n_stages": "count", "n_microbatches": "count", "stage": [2, -1, 1.0, True, "0"],
+    },  # fmt: skip
+    "tensor_parallel_comm": {
+        "batch_size": "count", "seq_len": "count", "hidden": "count", "n_gpus": "count",
+        "layers": "count", "bytes_per_value": [3, 0, 2.0, True, "2"],
+    },  # fmt: skip
+    "TensorParallelComm": {"n_allreduces": "count0", "message_bytes": "count0"},
+    "suggest_parallelism": {
+        "n_params": "pos", "layers": "count", "hidden": "count", "seq_len": "count",
+        "n_gpus": "count", "spec": "spec", "gpus_per_node": "count",
+        "headroom": "frac_open", "state_share": "frac_open",
+    },  # fmt: skip
+    "ParallelPlan": {
+        "tensor": "count", "pipeline": "count", "context": "count", "data": "count",
+        "memory_bytes": "pos", "lines": [42, "x", (1, 2), ["a"]],
+    },  # fmt: skip
+    "mfu": {"model_flops_per_step": "pos", "step_time_s": "pos", "peak_flops": "pos",
+            "n_gpus": "count"},
+    "hfu": {"hardware_flops_per_step": "pos", "step_time_s": "pos", "peak_flops": "pos",
+            "n_gpus": "count"},
+    "recompute_flops": {"model_flops_per_step": "pos", "recomputed_fraction": "frac"},
     "scaling_curve": {
         "compute_s": "pos",
         "n_gpus": [[1, 0], [2.5], 8, [], ["2"], [True], "8"],
