@@ -66,7 +66,9 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float, n_gp
     ...
     ValueError: step_time_s=0 must be a positive number
     """
-    return _utilisation(model_flops_per_step, step_time_s, peak_flops, n_gpus, "model_flops_per_step")
+    return _utilisation(
+        model_flops_per_step, step_time_s, peak_flops, n_gpus, "model_flops_per_step"
+    )
 
 
 def hfu(hardware_flops_per_step: float, step_time_s: float, peak_flops: float, n_gpus: int = 1):

@@ -453,38 +453,74 @@ KINDS: dict[str, dict] = {
     },
     "ShardedMemory": {"n_gpus": "count", "stage": [4, -1, 1.0, True, "2", NAN]},
     "context_parallel_bytes": {
-        "batch_size": "count", "seq_len": "count", "kv_hidden": "count", "n_gpus": "count",
-        "bytes_per_value": [3, 0, 2.0, True, "2"], "backward": [1, "yes", None],
+        "batch_size": "count",
+        "seq_len": "count",
+        "kv_hidden": "count",
+        "n_gpus": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "backward": [1, "yes", None],
     },  # fmt: skip
     "expert_parallel_bytes": {
-        "tokens_per_gpu": "count", "hidden": "count", "n_gpus": "count", "top_k": "count",
-        "bytes_per_value": [3, 0, 2.0, True, "2"], "backward": [1, "yes", None],
+        "tokens_per_gpu": "count",
+        "hidden": "count",
+        "n_gpus": "count",
+        "top_k": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "backward": [1, "yes", None],
     },  # fmt: skip
     "layer_activation_bytes": {
-        "batch_size": "count", "seq_len": "count", "hidden": "count", "heads": "count",
-        "tensor_parallel": "count", "sequence_parallel": [1, "yes", None],
+        "batch_size": "count",
+        "seq_len": "count",
+        "hidden": "count",
+        "heads": "count",
+        "tensor_parallel": "count",
+        "sequence_parallel": [1, "yes", None],
     },  # fmt: skip
     "pipeline_inflight_microbatches": {
-        "n_stages": "count", "n_microbatches": "count", "stage": [2, -1, 1.0, True, "0"],
+        "n_stages": "count",
+        "n_microbatches": "count",
+        "stage": [2, -1, 1.0, True, "0"],
     },  # fmt: skip
     "tensor_parallel_comm": {
-        "batch_size": "count", "seq_len": "count", "hidden": "count", "n_gpus": "count",
-        "layers": "count", "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "batch_size": "count",
+        "seq_len": "count",
+        "hidden": "count",
+        "n_gpus": "count",
+        "layers": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
     },  # fmt: skip
     "TensorParallelComm": {"n_allreduces": "count0", "message_bytes": "count0"},
     "suggest_parallelism": {
-        "n_params": "pos", "layers": "count", "hidden": "count", "seq_len": "count",
-        "n_gpus": "count", "spec": "spec", "gpus_per_node": "count",
-        "headroom": "frac_open", "state_share": "frac_open",
+        "n_params": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+        "n_gpus": "count",
+        "spec": "spec",
+        "gpus_per_node": "count",
+        "headroom": "frac_open",
+        "state_share": "frac_open",
     },  # fmt: skip
     "ParallelPlan": {
-        "tensor": "count", "pipeline": "count", "context": "count", "data": "count",
-        "memory_bytes": "pos", "lines": [42, "x", (1, 2), ["a"]],
+        "tensor": "count",
+        "pipeline": "count",
+        "context": "count",
+        "data": "count",
+        "memory_bytes": "pos",
+        "lines": [42, "x", (1, 2), ["a"]],
     },  # fmt: skip
-    "mfu": {"model_flops_per_step": "pos", "step_time_s": "pos", "peak_flops": "pos",
-            "n_gpus": "count"},
-    "hfu": {"hardware_flops_per_step": "pos", "step_time_s": "pos", "peak_flops": "pos",
-            "n_gpus": "count"},
+    "mfu": {
+        "model_flops_per_step": "pos",
+        "step_time_s": "pos",
+        "peak_flops": "pos",
+        "n_gpus": "count",
+    },
+    "hfu": {
+        "hardware_flops_per_step": "pos",
+        "step_time_s": "pos",
+        "peak_flops": "pos",
+        "n_gpus": "count",
+    },
     "recompute_flops": {"model_flops_per_step": "pos", "recomputed_fraction": "frac"},
     "scaling_curve": {
         "compute_s": "pos",
