@@ -254,6 +254,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "widgets": (
         "chooser_widget",
         "memory_calculator",
+        "parallelism_calculator",
         "roofline_explorer",
         "scaling_calculator",
     ),

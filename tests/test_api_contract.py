@@ -312,6 +312,10 @@ BASELINES = {
         dict(batch_size=8, seq_len=128, samples_per_epoch=1000, price_per_hour=2.0),
     ),
     "memory_calculator": lambda: ((), dict(n_params=1_000_000, batch_size=8)),
+    "parallelism_calculator": lambda: (
+        (7e9,),
+        dict(layers=32, hidden=4096, seq_len=4096, n_gpus=64, spec="H100 SXM5 80GB"),
+    ),
     "roofline_explorer": lambda: (("Tesla T4", "fp16", 4.0), {}),
     "scaling_calculator": lambda: (
         (),
@@ -780,6 +784,16 @@ KINDS: dict[str, dict] = {
     "measure_training_memory": {"model": [42]},
     "memory_calculator": {"n_params": "count", "batch_size": "count"},
     "memory_report": {"estimate": [42], "headroom": "frac_open"},
+    "parallelism_calculator": {
+        "n_params": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+        "n_gpus": "count",
+        "spec": "spec",
+        "node_link": "link",
+        "network": "link",
+    },  # fmt: skip
     "run_bench": {"notes": "text"},
     "validate_report": {"report": [42, "x", {}]},
     "roofline_explorer": {"spec": "spec", "intensity": "pos"},
