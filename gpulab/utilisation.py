@@ -57,7 +57,8 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float, n_gp
     6,144 TPU v4 chips of 275 TFLOP/s, at 6·N FLOPs per token plus attention:
 
     >>> import gpulab as gl
-    >>> round(gl.mfu(238.3e3 * 6 * 540e9, 1.0, 275e12, n_gpus=6144), 3)   # 6·N only
+    >>> tpu_v4 = gl.get_spec("TPU v4").peak("bf16")   # 275 TFLOP/s, from the registry
+    >>> round(gl.mfu(238.3e3 * 6 * 540e9, 1.0, tpu_v4, n_gpus=6144), 3)   # 6·N only
     0.457
     >>> gl.mfu(6e12, 2.0, 1e12, n_gpus=4)
     0.75
