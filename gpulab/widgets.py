@@ -11,9 +11,12 @@
                              the GPUs that hold it (:func:`gpulab.memory_report`)
 :func:`occupancy_calculator` threads, registers, shared memory per block, device → resident
                              warps per SM and the limiting resource (:func:`gpulab.occupancy`)
+:func:`parallelism_calculator`  model size, sequence, GPUs, links → tensor, pipeline,
+                             context and data parallelism, with the arithmetic
+                             (:func:`gpulab.suggest_parallelism`)
 ===========================  ==============================================================
 
-All five behave alike. They check their arguments first (bad input raises ``ValueError``,
+All of them behave alike. They check their arguments first (bad input raises ``ValueError``,
 device names are looked up as forgivingly as everywhere else, so ``"h100 sxm"`` works).
 They return an ``ipywidgets.VBox`` whose output area already shows the report for the values
 given, so a recorded notebook shows a useful answer, and which follows the controls. Without
@@ -34,6 +37,7 @@ __all__ = [
     "chooser_widget",
     "memory_calculator",
     "occupancy_calculator",
+    "parallelism_calculator",
     "roofline_explorer",
     "scaling_calculator",
 ]
@@ -541,4 +545,125 @@ def occupancy_calculator(
 
     _watch(controls, update)
     update()
+    return w.VBox([*controls, out])
+
+
+# --- which parallelism when ------------------------------------------------------------------
+
+
+def _parallelism_report(n_params, layers, hidden, seq_len, n_gpus, spec, node_link, network):
+    """The suggested split, then what its communication costs on the two links."""
+    from gpulab.comms import allreduce_time, interconnect
+    from gpulab.parallelism import context_parallel_bytes, suggest_parallelism, tensor_parallel_comm
+    from gpulab.units import format_bytes, format_duration
+
+    plan = suggest_parallelism(
+        n_params, layers=layers, hidden=hidden, seq_len=seq_len, n_gpus=n_gpus, spec=spec
+    )
+    inside, between = interconnect(node_link), interconnect(network)
+
+    def on(link):  # the alpha-beta figures of a registry link (no latency published: 0)
+        return dict(alpha_s=link.latency_s or 0.0, bandwidth_bytes_per_s=link.bandwidth)
+
+    lines = [str(plan), f"communication (one sequence per micro-batch, bf16), {inside.name} "
+             f"inside a node, {between.name} between nodes:"]  # fmt: skip
+    if plan.tensor > 1:
+        tp = tensor_parallel_comm(1, seq_len // plan.context, hidden, plan.tensor)
+        one = allreduce_time(tp.message_bytes, plan.tensor, **on(inside))
+        lines.append(
+            f"  tensor : {tp.n_allreduces} all-reduces of {format_bytes(tp.message_bytes)} per "
+            f"layer and micro-batch, {format_duration(one)} each = "
+            f"{format_duration(tp.n_allreduces * one)} per layer"
+        )
+    if plan.context > 1:
+        cp = context_parallel_bytes(1, seq_len, hidden, plan.context)
+        lines.append(
+            f"  context: {format_bytes(cp)} per rank per layer (key/value blocks of multi-head "
+            f"attention round the ring; grouped-query attention sends less) = "
+            f"{format_duration(cp / between.bandwidth)} at {between.name}"
+        )
+    if plan.data > 1:
+        grad_bytes = 2 * n_params / (plan.tensor * plan.pipeline)  # bf16 gradients, one shard
+        t = allreduce_time(grad_bytes, plan.data, **on(between))
+        lines.append(
+            f"  data   : all-reduce of {format_bytes(grad_bytes)} of gradients over "
+            f"{plan.data} ranks = {format_duration(t)} per step (overlaps the backward pass)"
+        )
+    return "\n".join(lines)
+
+
+def parallelism_calculator(
+    n_params: float = 405e9,
+    *,
+    layers: int = 126,
+    hidden: int = 16384,
+    seq_len: int = 8192,
+    n_gpus: int = 16384,
+    spec="H100 SXM5 80GB",
+    node_link="NVLink 4 (H100/H200)",
+    network="InfiniBand NDR (4x)",
+):
+    """Model size, sequence length, GPU count and memory, links → which parallelism, and why.
+
+    Shows :func:`gpulab.suggest_parallelism`'s split with its memory arithmetic, then the
+    communication each kind of parallelism adds, priced on the registry's links: tensor
+    parallelism inside a node (``node_link``), context and data parallelism between nodes
+    (``network``). The defaults are Llama 3 405B on 16,384 H100s (the Llama 3 paper's
+    Table 4, https://arxiv.org/abs/2407.21783).
+
+    Returns
+    -------
+    ipywidgets.VBox or None
+        The controls and an output area with the report (None without ipywidgets).
+    """
+    from gpulab.comms import interconnect, list_interconnects
+    from gpulab.specs import list_specs
+
+    n_params = positive_number("n_params", n_params)
+    for name, value in (("layers", layers), ("hidden", hidden), ("seq_len", seq_len),
+                        ("n_gpus", n_gpus)):  # fmt: skip
+        positive_int(name, value)
+    spec = resolve_spec("spec", spec)
+    for name, value in (("node_link", node_link), ("network", network)):
+        if not isinstance(value, str):
+            raise ValueError(f"{name}={value!r} must be an interconnect name")
+        try:
+            interconnect(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}={value!r}: {exc}") from None
+    start = (n_params, layers, hidden, seq_len, n_gpus, spec.name, node_link, network)
+    first = _parallelism_report(*start)
+    w = _ipywidgets()
+    if w is None:
+        _fallback("parallelism calculator", first)
+        return None
+
+    gpus = [s.name for s in list_specs() if s.kind == "gpu" and s.memory_bytes]
+    links = [x.name for x in list_interconnects()]
+    controls = [
+        _control(w, w.FloatLogSlider, "Parameters", n_params, base=10, min=8, max=13, step=0.1,
+                 readout_format=".2e"),
+        _control(w, w.IntSlider, "Layers", layers, min=1, max=max(256, layers)),
+        _control(w, w.SelectionSlider, "Hidden size", hidden,
+                 options=sorted({2**k for k in range(8, 16)} | {hidden})),
+        _control(w, w.SelectionSlider, "Sequence length", seq_len,
+                 options=sorted({2**k for k in range(9, 21)} | {seq_len})),
+        _control(w, w.SelectionSlider, "GPUs", n_gpus,
+                 options=sorted({2**k for k in range(0, 17)} | {n_gpus})),
+        _control(w, w.Dropdown, "GPU", spec.name, options=sorted(set(gpus) | {spec.name})),
+        _control(w, w.Dropdown, "Link inside a node", interconnect(node_link).name,
+                 options=links),
+        _control(w, w.Dropdown, "Network between nodes", interconnect(network).name,
+                 options=links),
+    ]  # fmt: skip
+    out = w.Output()
+
+    def update(_change=None) -> None:
+        try:
+            _show(out, _parallelism_report(*(control.value for control in controls)))
+        except ValueError as exc:
+            _show(out, f"Cannot plan this: {exc}")
+
+    _watch(controls, update)
+    _show(out, first)
     return w.VBox([*controls, out])

@@ -99,6 +99,10 @@ def _plan():
     return gl.plan_training("BERT-base", batch_size=8, seq_len=128)
 
 
+def _parallel_plan():
+    return gl.suggest_parallelism(7e9, layers=32, hidden=4096, seq_len=4096, n_gpus=64)
+
+
 _LINK = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9)
 
 #: One valid call per public callable: name -> function returning (args, kwargs).
@@ -248,6 +252,18 @@ BASELINES = {
     "scaling_curve": lambda: ((0.1, 1e9, [1, 2, 8]), dict(link="PCIe 4")),
     "sharded_memory": lambda: ((1e9, 8, 2), {}),
     "ShardedMemory": lambda: _fields(gl.sharded_memory(1e9, 8, 2)),
+    # ---- parallelism
+    "context_parallel_bytes": lambda: ((1, 1024, 256, 4), {}),
+    "expert_parallel_bytes": lambda: ((512, 256, 4), dict(top_k=2)),
+    "layer_activation_bytes": lambda: ((1, 128, 64, 4), dict(tensor_parallel=2)),
+    "ParallelPlan": lambda: _fields(_parallel_plan()),
+    "pipeline_inflight_microbatches": lambda: ((2, 4, "1f1b"), dict(stage=0)),
+    "suggest_parallelism": lambda: (
+        (7e9,),
+        dict(layers=32, hidden=4096, seq_len=4096, n_gpus=64, spec="H100 SXM5 80GB"),
+    ),
+    "tensor_parallel_comm": lambda: ((8, 1, 512, 2), dict(bytes_per_value=4, block="mlp")),
+    "TensorParallelComm": lambda: _fields(gl.tensor_parallel_comm(8, 1, 512, 2)),
     # ---- plotting
     "course_style": lambda: ((), {}),
     "plot_measured_vs_predicted": lambda: (
@@ -359,6 +375,10 @@ BASELINES = {
         dict(batch_size=8, seq_len=128, samples_per_epoch=1000, price_per_hour=2.0),
     ),
     "memory_calculator": lambda: ((), dict(n_params=1_000_000, batch_size=8)),
+    "parallelism_calculator": lambda: (
+        (7e9,),
+        dict(layers=32, hidden=4096, seq_len=4096, n_gpus=64, spec="H100 SXM5 80GB"),
+    ),
     "roofline_explorer": lambda: (("Tesla T4", "fp16", 4.0), {}),
     "scaling_calculator": lambda: (
         (),
@@ -377,6 +397,10 @@ BASELINES = {
     "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
     # ---- scoreboard
     "Scoreboard": lambda: ((gl.BenchResult((1e-3,), 1),), dict(label="baseline")),
+    # ---- utilisation
+    "hfu": lambda: ((8e12, 1.0, 1e13), dict(n_gpus=1)),
+    "mfu": lambda: ((6e12, 1.0, 1e13), dict(n_gpus=1)),
+    "recompute_flops": lambda: ((6e12, 1.0), {}),
     # ---- units
     "format_bytes": lambda: ((1e9,), {}),
     "format_duration": lambda: ((1.5,), {}),
@@ -510,6 +534,76 @@ KINDS: dict[str, dict] = {
         "optimizer_bytes": "nonneg",
     },
     "ShardedMemory": {"n_gpus": "count", "stage": [4, -1, 1.0, True, "2", NAN]},
+    "context_parallel_bytes": {
+        "batch_size": "count",
+        "seq_len": "count",
+        "kv_hidden": "count",
+        "n_gpus": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "backward": [1, "yes", None],
+    },  # fmt: skip
+    "expert_parallel_bytes": {
+        "tokens_per_gpu": "count",
+        "hidden": "count",
+        "n_gpus": "count",
+        "top_k": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "backward": [1, "yes", None],
+    },  # fmt: skip
+    "layer_activation_bytes": {
+        "batch_size": "count",
+        "seq_len": "count",
+        "hidden": "count",
+        "heads": "count",
+        "tensor_parallel": "count",
+        "sequence_parallel": [1, "yes", None],
+    },  # fmt: skip
+    "pipeline_inflight_microbatches": {
+        "n_stages": "count",
+        "n_microbatches": "count",
+        "stage": [2, -1, 1.0, True, "0"],
+    },  # fmt: skip
+    "tensor_parallel_comm": {
+        "batch_size": "count",
+        "seq_len": "count",
+        "hidden": "count",
+        "n_gpus": "count",
+        "layers": "count",
+        "bytes_per_value": [3, 0, 2.0, True, "2"],
+    },  # fmt: skip
+    "TensorParallelComm": {"n_allreduces": "count0", "message_bytes": "count0"},
+    "suggest_parallelism": {
+        "n_params": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+        "n_gpus": "count",
+        "spec": "spec",
+        "gpus_per_node": "count",
+        "headroom": "frac_open",
+        "state_share": "frac_open",
+    },  # fmt: skip
+    "ParallelPlan": {
+        "tensor": "count",
+        "pipeline": "count",
+        "context": "count",
+        "data": "count",
+        "memory_bytes": "pos",
+        "lines": [42, "x", (1, 2), ["a"]],
+    },  # fmt: skip
+    "mfu": {
+        "model_flops_per_step": "pos",
+        "step_time_s": "pos",
+        "peak_flops": "pos",
+        "n_gpus": "count",
+    },
+    "hfu": {
+        "hardware_flops_per_step": "pos",
+        "step_time_s": "pos",
+        "peak_flops": "pos",
+        "n_gpus": "count",
+    },
+    "recompute_flops": {"model_flops_per_step": "pos", "recomputed_fraction": "frac"},
     "scaling_curve": {
         "compute_s": "pos",
         "n_gpus": [[1, 0], [2.5], 8, [], ["2"], [True], "8"],
@@ -825,6 +919,16 @@ KINDS: dict[str, dict] = {
     "measure_training_memory": {"model": [42]},
     "memory_calculator": {"n_params": "count", "batch_size": "count"},
     "memory_report": {"estimate": [42], "headroom": "frac_open"},
+    "parallelism_calculator": {
+        "n_params": "pos",
+        "layers": "count",
+        "hidden": "count",
+        "seq_len": "count",
+        "n_gpus": "count",
+        "spec": "spec",
+        "node_link": "link",
+        "network": "link",
+    },  # fmt: skip
     "run_bench": {"notes": "text"},
     "validate_report": {"report": [42, "x", {}]},
     "roofline_explorer": {"spec": "spec", "intensity": "pos"},

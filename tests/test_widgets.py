@@ -7,6 +7,7 @@ import sys
 import pytest
 
 import gpulab as gl
+from gpulab.widgets import _parallelism_report
 
 SENTENCE = "needs ipywidgets, which is not installed here (pip install ipywidgets)"
 
@@ -43,6 +44,11 @@ CASES = {
         lambda: gl.memory_calculator(n_params=1_000_000, batch_size=8),
         lambda: gl.memory_report(gl.estimate_training_memory(1_000_000, precision="amp_bf16",
                                                              optimizer="adamw")),
+    ),
+    "parallelism_calculator": (
+        lambda: gl.parallelism_calculator(7e9, layers=32, hidden=4096, seq_len=4096, n_gpus=64),
+        lambda: _parallelism_report(7e9, 32, 4096, 4096, 64, "H100 SXM5 80GB",
+                                    "NVLink 4 (H100/H200)", "InfiniBand NDR (4x)"),
     ),
 }  # fmt: skip
 
@@ -121,6 +127,18 @@ def test_memory_calculator_follows_its_controls():
     assert "Training memory (amp_bf16, sgd)" in shown(box) and "7.63 MiB" in shown(box)
 
 
+def test_parallelism_calculator_shows_the_split_and_follows_its_controls():
+    pytest.importorskip("ipywidgets")
+    box = gl.parallelism_calculator()  # Llama 3 405B on 16,384 H100s, 8K tokens
+    text = shown(box)
+    assert "tensor  t = 8" in text and "pipeline p = 16" in text and "context c = 1" in text
+    assert "data    d = 128" in text and "fits" in text
+    control(box, "Sequence length").value = 131072
+    assert "context c = 2" in shown(box) and "context:" in shown(box)
+    control(box, "GPUs").value = 64  # fewer than t x p = 128
+    assert shown(box).startswith("Cannot plan this: n_gpus=64")
+
+
 @pytest.mark.parametrize(
     ("call", "message"),
     [
@@ -136,6 +154,8 @@ def test_memory_calculator_follows_its_controls():
         (lambda: gl.memory_calculator(batch_size=0), "batch_size=0"),
         (lambda: gl.memory_calculator(n_params=1.5), "n_params=1.5"),
         (lambda: gl.memory_calculator(precision="fp8"), "precision='fp8'"),
+        (lambda: gl.parallelism_calculator(n_gpus=0), "n_gpus=0"),
+        (lambda: gl.parallelism_calculator(network="token ring"), "network='token ring'"),
     ],
 )
 def test_bad_input_is_refused_with_or_without_ipywidgets(call, message, monkeypatch):

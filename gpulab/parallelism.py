@@ -1,0 +1,490 @@
+"""Cost formulas of the parallelisms beyond data parallelism, and a rule for combining them.
+
+Each function is one formula of the chapter, for one transformer layer unless it says
+otherwise (``b`` micro-batch size, ``s`` sequence length, ``h`` hidden size, ``a`` attention
+heads, ``t`` tensor-parallel ranks):
+
+* **tensor parallelism** (Megatron-LM, Shoeybi et al. 2019): the MLP's first matrix split by
+  columns, the second by rows; one all-reduce of the ``b·s·h`` output in the forward pass and
+  one of the input's gradient in the backward pass, per MLP and per attention block —
+  :func:`tensor_parallel_comm`;
+* **sequence parallelism** (Korthikanti et al. 2022): the same traffic as an all-gather plus a
+  reduce-scatter, with LayerNorm and dropout activations split ``t`` ways —
+  :func:`layer_activation_bytes`;
+* **pipeline schedules** (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021): the
+  micro-batches whose activations a stage holds at once — :func:`pipeline_inflight_microbatches`;
+* **context parallelism** (ring attention, Liu et al. 2023): each rank keeps ``s/c`` tokens and
+  passes key and value blocks round a ring — :func:`context_parallel_bytes`;
+* **expert parallelism** (GShard, Lepikhin et al. 2021): tokens travel to the rank holding
+  their expert and back, two all-to-alls — :func:`expert_parallel_bytes`;
+* a rule for the degrees of tensor, pipeline, context and data parallelism of one job, with
+  its arithmetic written out — :func:`suggest_parallelism`.
+
+See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from gpulab._checks import (
+    choice,
+    fraction,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    resolve_spec,
+)
+from gpulab.comms import allreduce_bytes_per_rank
+from gpulab.units import format_bytes
+
+__all__ = [
+    "ParallelPlan",
+    "RECOMPUTE",
+    "SCHEDULES",
+    "TensorParallelComm",
+    "context_parallel_bytes",
+    "expert_parallel_bytes",
+    "layer_activation_bytes",
+    "pipeline_inflight_microbatches",
+    "suggest_parallelism",
+    "tensor_parallel_comm",
+]
+
+SCHEDULES = ("gpipe", "1f1b")
+RECOMPUTE = ("none", "selective", "full")
+_BLOCKS = {"mlp": 1, "attention": 1, "layer": 2}  # tensor-parallel blocks per unit
+
+
+def _bytes_per_value(name: str, value) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8):
+        raise ValueError(f"{name}={value!r} must be 1, 2, 4 or 8 (bytes per value)")
+    return int(value)
+
+
+@dataclass(frozen=True)
+class TensorParallelComm:
+    """Communication of Megatron-style tensor parallelism for one forward + backward pass.
+
+    Attributes
+    ----------
+    n_allreduces : int
+        All-reduces per rank: 2 per tensor-parallel block (forward output, backward input
+        gradient).
+    message_bytes : int
+        Size of each all-reduced tensor: ``b·s·h`` values.
+    bytes_per_rank : float
+        What each rank sends in a ring all-reduce of every message,
+        ``n_allreduces · 2(t-1)/t · message_bytes``.
+    """
+
+    n_allreduces: int
+    message_bytes: int
+    bytes_per_rank: float
+
+    def __post_init__(self) -> None:
+        non_negative_int("n_allreduces", self.n_allreduces)
+        non_negative_int("message_bytes", self.message_bytes)
+        non_negative_number("bytes_per_rank", self.bytes_per_rank)
+
+    @property
+    def total_message_bytes(self) -> int:
+        """Bytes all-reduced per step: ``n_allreduces · message_bytes``."""
+        return self.n_allreduces * self.message_bytes
+
+
+def tensor_parallel_comm(
+    batch_size: int,
+    seq_len: int,
+    hidden: int,
+    n_gpus: int,
+    *,
+    bytes_per_value: int = 2,
+    layers: int = 1,
+    block: str = "layer",
+) -> TensorParallelComm:
+    """All-reduces and bytes of tensor parallelism across ``n_gpus`` ranks, forward + backward.
+
+    In Megatron's MLP the first matrix is split by columns (each rank computes a slice of the
+    hidden activations, no communication) and the second by rows (each rank a partial sum of
+    the output, all-reduced). The backward pass mirrors it: the gradient of the MLP's input is
+    a partial sum on each rank, all-reduced. Attention splits its heads the same way. So each
+    block costs 2 all-reduces of ``b·s·h`` values per step; a transformer layer (attention +
+    MLP) costs 4. Sequence parallelism replaces each all-reduce by an all-gather and a
+    reduce-scatter of the same total size.
+
+    Parameters
+    ----------
+    batch_size, seq_len, hidden : int
+        ``b``, ``s`` and ``h`` of the activations (for an MLP on plain vectors, ``seq_len=1``).
+    n_gpus : int
+        Tensor-parallel ranks ``t``.
+    bytes_per_value : int
+        2 for 16-bit activations, 4 for FP32.
+    layers : int
+        Units counted.
+    block : str
+        ``"mlp"`` or ``"attention"`` (one block per unit) or ``"layer"`` (both).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> c = gl.tensor_parallel_comm(8, 1, 512, 2, bytes_per_value=4, block="mlp")
+    >>> c.n_allreduces, c.message_bytes, c.bytes_per_rank
+    (2, 16384, 32768.0)
+    >>> gl.tensor_parallel_comm(1, 2048, 4096, 8, layers=32).n_allreduces
+    128
+    >>> gl.tensor_parallel_comm(1, 1, 8, 2, block="conv")
+    Traceback (most recent call last):
+    ...
+    ValueError: block='conv' is not known; use one of 'mlp', 'attention', 'layer'
+    """
+    b = positive_int("batch_size", batch_size)
+    s = positive_int("seq_len", seq_len)
+    h = positive_int("hidden", hidden)
+    t = positive_int("n_gpus", n_gpus)
+    width = _bytes_per_value("bytes_per_value", bytes_per_value)
+    n_layers = positive_int("layers", layers)
+    choice("block", block, tuple(_BLOCKS))
+    n = 2 * _BLOCKS[block] * n_layers
+    message = b * s * h * width
+    per_rank = n * allreduce_bytes_per_rank(message, t) if t > 1 else 0.0
+    return TensorParallelComm(n_allreduces=n, message_bytes=message, bytes_per_rank=per_rank)
+
+
+def layer_activation_bytes(
+    batch_size: int,
+    seq_len: int,
+    hidden: int,
+    heads: int,
+    *,
+    tensor_parallel: int = 1,
+    sequence_parallel: bool = False,
+    recompute: str = "none",
+) -> float:
+    """Activation bytes one transformer layer keeps for backward, 16-bit (Korthikanti et al.).
+
+    The paper's Table 2, for ``t`` tensor-parallel ranks:
+
+    ========================  ===========================================
+    no recomputation          ``sbh · (10 + 24/t + 5as/(ht))``
+    + sequence parallelism    ``sbh · (34/t + 5as/(ht))``
+    selective recomputation   the ``5as/(ht)`` attention term dropped
+    full recomputation        ``2sbh`` (the layer's input only)
+    ========================  ===========================================
+
+    Parameters
+    ----------
+    batch_size, seq_len, hidden, heads : int
+        ``b``, ``s``, ``h`` and ``a``.
+    tensor_parallel : int
+        ``t``; 1 is the unsplit layer, ``sbh · (34 + 5as/h)``.
+    sequence_parallel : bool
+        Split LayerNorm and dropout activations along the sequence too.
+    recompute : str
+        One of :data:`RECOMPUTE`.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> s, b, h, a = 2048, 1, 4096, 32
+    >>> gl.layer_activation_bytes(b, s, h, a) == s * b * h * (34 + 5 * a * s / h)
+    True
+    >>> gl.layer_activation_bytes(b, s, h, a, tensor_parallel=8, sequence_parallel=True,
+    ...                           recompute="selective") == s * b * h * 34 / 8
+    True
+    >>> gl.layer_activation_bytes(b, s, h, a, recompute="full") == 2 * s * b * h
+    True
+    """
+    b = positive_int("batch_size", batch_size)
+    s = positive_int("seq_len", seq_len)
+    h = positive_int("hidden", hidden)
+    a = positive_int("heads", heads)
+    t = positive_int("tensor_parallel", tensor_parallel)
+    if not isinstance(sequence_parallel, bool):
+        raise ValueError(f"sequence_parallel={sequence_parallel!r} must be True or False")
+    choice("recompute", recompute, RECOMPUTE)
+    sbh = s * b * h
+    if recompute == "full":
+        return 2.0 * sbh / (t if sequence_parallel else 1)
+    attention = 0.0 if recompute == "selective" else 5 * a * s / (h * t)
+    linear = 34 / t if sequence_parallel else 10 + 24 / t
+    return sbh * (linear + attention)
+
+
+def pipeline_inflight_microbatches(
+    n_stages: int, n_microbatches: int, schedule: str = "gpipe", stage: int = 0
+) -> int:
+    """Micro-batches whose activations stage ``stage`` holds at its peak.
+
+    GPipe runs every forward before any backward, so each stage holds all ``m``. 1F1B starts
+    a micro-batch's backward as soon as it can: stage ``i`` of ``p`` runs ``p - i`` forwards
+    ahead, then alternates one forward, one backward, so it holds ``min(m, p - i)``. Both
+    schedules idle for the same bubble, :func:`gpulab.pipeline_bubble`; 1F1B saves memory.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> [gl.pipeline_inflight_microbatches(2, m, "gpipe") for m in (1, 2, 4, 8)]
+    [1, 2, 4, 8]
+    >>> [gl.pipeline_inflight_microbatches(2, m, "1f1b") for m in (1, 2, 4, 8)]
+    [1, 2, 2, 2]
+    >>> gl.pipeline_inflight_microbatches(4, 16, "1f1b", stage=3)
+    1
+    >>> gl.pipeline_inflight_microbatches(2, 4, "1f1b", stage=2)
+    Traceback (most recent call last):
+    ...
+    ValueError: stage=2 must be a stage index from 0 to 1
+    """
+    p = positive_int("n_stages", n_stages)
+    m = positive_int("n_microbatches", n_microbatches)
+    choice("schedule", schedule, SCHEDULES)
+    if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage < p:
+        raise ValueError(f"stage={stage!r} must be a stage index from 0 to {p - 1}")
+    return m if schedule == "gpipe" else min(m, p - stage)
+
+
+def context_parallel_bytes(
+    batch_size: int,
+    seq_len: int,
+    kv_hidden: int,
+    n_gpus: int,
+    *,
+    bytes_per_value: int = 2,
+    backward: bool = True,
+) -> float:
+    """Bytes each rank sends per attention layer under ring context parallelism.
+
+    Each of ``c`` ranks holds ``s/c`` tokens and their keys and values
+    (``2 · b · s/c · h_kv`` values). The blocks travel round the ring: ``c - 1`` hops in the
+    forward pass, and in the backward pass the blocks again plus their gradients, twice as
+    many bytes. ``kv_hidden`` is ``h`` for multi-head attention and smaller with grouped-query
+    attention (key/value heads × head size).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.context_parallel_bytes(1, 8192, 1024, 4, backward=False)  # 3 hops of 2*2048*1024*2
+    25165824.0
+    >>> gl.context_parallel_bytes(1, 8192, 1024, 4)  # forward + twice as much backward
+    75497472.0
+    >>> gl.context_parallel_bytes(1, 8192, 1024, 1)
+    0.0
+    """
+    b = positive_int("batch_size", batch_size)
+    s = positive_int("seq_len", seq_len)
+    h_kv = positive_int("kv_hidden", kv_hidden)
+    c = positive_int("n_gpus", n_gpus)
+    width = _bytes_per_value("bytes_per_value", bytes_per_value)
+    if not isinstance(backward, bool):
+        raise ValueError(f"backward={backward!r} must be True or False")
+    forward = (c - 1) * 2 * b * (s / c) * h_kv * width
+    return forward * (3 if backward else 1)
+
+
+def expert_parallel_bytes(
+    tokens_per_gpu: int,
+    hidden: int,
+    n_gpus: int,
+    *,
+    top_k: int = 1,
+    bytes_per_value: int = 2,
+    backward: bool = True,
+) -> float:
+    """Bytes each rank sends per mixture-of-experts layer under expert parallelism.
+
+    Each token goes to its ``top_k`` experts and comes back: two all-to-alls (dispatch and
+    combine) in the forward pass, two more in the backward pass. With routing spread evenly
+    over ``e`` ranks, ``(e-1)/e`` of the ``tokens · k · h`` values leave the rank each time.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.expert_parallel_bytes(4096, 4096, 8, top_k=2, backward=False) / 2**20
+    112.0
+    >>> gl.expert_parallel_bytes(4096, 4096, 1)
+    0.0
+    """
+    tokens = positive_int("tokens_per_gpu", tokens_per_gpu)
+    h = positive_int("hidden", hidden)
+    e = positive_int("n_gpus", n_gpus)
+    k = positive_int("top_k", top_k)
+    width = _bytes_per_value("bytes_per_value", bytes_per_value)
+    if not isinstance(backward, bool):
+        raise ValueError(f"backward={backward!r} must be True or False")
+    one_way = tokens * k * h * width * (e - 1) / e
+    return one_way * 2 * (2 if backward else 1)
+
+
+def _power_of_two_up_to(limit: int) -> list[int]:
+    values, v = [], 1
+    while v <= limit:
+        values.append(v)
+        v *= 2
+    return values
+
+
+@dataclass(frozen=True)
+class ParallelPlan:
+    """Degrees of parallelism for one training job, with the memory arithmetic behind them.
+
+    ``tensor · pipeline · context · data`` equals the GPU count. ``lines`` writes each
+    decision out with its numbers.
+    """
+
+    tensor: int
+    pipeline: int
+    context: int
+    data: int
+    state_bytes_per_gpu: float
+    activation_bytes_per_gpu: float
+    memory_bytes: float
+    lines: tuple[str, ...]
+
+    def __post_init__(self) -> None:
+        for name in ("tensor", "pipeline", "context", "data"):
+            positive_int(name, getattr(self, name))
+        non_negative_number("state_bytes_per_gpu", self.state_bytes_per_gpu)
+        non_negative_number("activation_bytes_per_gpu", self.activation_bytes_per_gpu)
+        positive_number("memory_bytes", self.memory_bytes)
+        if not isinstance(self.lines, tuple) or not all(isinstance(x, str) for x in self.lines):
+            raise ValueError(f"lines={self.lines!r} must be a tuple of str")
+
+    @property
+    def n_gpus(self) -> int:
+        """GPUs the plan uses."""
+        return self.tensor * self.pipeline * self.context * self.data
+
+    @property
+    def fits(self) -> bool:
+        """Whether state and activations fit in the usable memory of one GPU."""
+        return self.state_bytes_per_gpu + self.activation_bytes_per_gpu <= self.memory_bytes
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def suggest_parallelism(
+    n_params: float,
+    *,
+    layers: int,
+    hidden: int,
+    seq_len: int,
+    n_gpus: int,
+    spec="H100 SXM5 80GB",
+    gpus_per_node: int = 8,
+    headroom: float = 0.9,
+    state_share: float = 0.25,
+) -> ParallelPlan:
+    """A combination of tensor, pipeline, context and data parallelism, decided step by step.
+
+    The rule follows the usual order (Narayanan et al. 2021; the Ultra-Scale Playbook):
+
+    1. **tensor** parallelism inside a node (NVLink), the smallest power of two up to
+       ``gpus_per_node`` that brings the 16-bit weights and gradients (4 bytes per
+       parameter) under ``state_share`` of the usable memory, else the whole node;
+    2. **pipeline** parallelism across nodes, the smallest power of two that does;
+    3. **context** parallelism, the smallest power of two that fits one sequence's
+       activations next to the state (full recomputation: ``2·s·h`` bytes per layer, split
+       ``t·c`` ways with sequence parallelism; 1F1B keeps ``p`` micro-batches of ``L/p``
+       layers on the first stage, so ``L`` layers' worth);
+    4. **data** parallelism for the remaining GPUs, with the 12 bytes per parameter of
+       FP32 master weights and Adam moments sharded across it (ZeRO-1).
+
+    ``usable memory = headroom × the GPU's memory``. It is a rule of thumb that shows the
+    arithmetic, not a tuner: real configurations also weigh throughput, batch size and
+    the network.
+
+    Parameters
+    ----------
+    n_params : float
+        Parameters of the model.
+    layers, hidden, seq_len : int
+        Transformer layers ``L``, hidden size ``h``, tokens per sequence ``s``.
+    n_gpus : int
+        GPUs of the job; must be a multiple of ``tensor · pipeline · context``.
+    spec : DeviceSpec or str
+        The GPU (its memory).
+    gpus_per_node : int
+        GPUs joined by NVLink in one node: the most tensor parallelism goes.
+    headroom, state_share : float
+        Usable share of memory; share of it weights and gradients may take.
+
+    Examples
+    --------
+    Llama 3 405B on 16,384 H100s (Llama 3 paper, Table 4: TP 8, CP 1, PP 16, DP 128 at 8K
+    tokens; CP 16 and DP 8 at 128K):
+
+    >>> import gpulab as gl
+    >>> plan = gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192,
+    ...                               n_gpus=16384, spec="H100 SXM5 80GB")
+    >>> plan.tensor, plan.pipeline, plan.context, plan.data
+    (8, 16, 1, 128)
+    """
+    n = positive_number("n_params", n_params)
+    n_layers = positive_int("layers", layers)
+    h = positive_int("hidden", hidden)
+    s = positive_int("seq_len", seq_len)
+    total = positive_int("n_gpus", n_gpus)
+    node = positive_int("gpus_per_node", gpus_per_node)
+    headroom = fraction("headroom", headroom, allow_zero=False)
+    share = fraction("state_share", state_share, allow_zero=False)
+    device = resolve_spec("spec", spec)
+    if device.memory_bytes is None:
+        raise ValueError(f"spec={device.name!r} has no memory size in the registry")
+    usable = headroom * device.memory_bytes
+    budget = share * usable
+    fmt = format_bytes
+    lines = [
+        f"{device.name}: {fmt(device.memory_bytes)} × {headroom:.0%} headroom = "
+        f"{fmt(usable)} usable; weights + gradients may take {share:.0%} = {fmt(budget)}"
+    ]
+    wg = 4 * n  # 16-bit weights and gradients
+    tensor = next((t for t in _power_of_two_up_to(node) if wg / t <= budget), None)
+    tensor = tensor or max(_power_of_two_up_to(node))
+    lines.append(
+        f"tensor  t = {tensor}: 4 B × {n:.3g} params / {tensor} = {fmt(wg / tensor)}"
+        + (" (fits)" if wg / tensor <= budget else f" (> {fmt(budget)}: a node is not enough)")
+    )
+    pipeline = 1
+    while wg / (tensor * pipeline) > budget and pipeline < n_layers:
+        pipeline *= 2
+    lines.append(
+        f"pipeline p = {pipeline}: {fmt(wg / tensor)} / {pipeline} = "
+        f"{fmt(wg / (tensor * pipeline))} per GPU"
+    )
+    if total % (tensor * pipeline):
+        raise ValueError(
+            f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
+        )
+    act_full = 2 * s * h * n_layers  # bytes, full recomputation, L layers on stage 0
+    context = 1
+    while True:
+        data = total // (tensor * pipeline * context)
+        state = wg / (tensor * pipeline) + 12 * n / (tensor * pipeline * data)
+        act = act_full / (tensor * context)
+        if state + act <= usable or data == 1 or total % (tensor * pipeline * context * 2):
+            break
+        context *= 2
+    lines.append(
+        f"context c = {context}: activations 2 B × s {s} × h {h} × L {n_layers} / "
+        f"(t {tensor} × c {context}) = {fmt(act)}"
+    )
+    lines.append(
+        f"data    d = {data}: {total} GPUs / ({tensor} × {pipeline} × {context}); "
+        f"Adam + FP32 master 12 B × params / (t·p·d) = {fmt(12 * n / (tensor * pipeline * data))}"
+    )
+    verdict = "fits" if state + act <= usable else "does NOT fit"
+    lines.append(f"per GPU: state {fmt(state)} + activations {fmt(act)} = {fmt(state + act)}"
+                 f" of {fmt(usable)}: {verdict}")  # fmt: skip
+    return ParallelPlan(
+        tensor=tensor,
+        pipeline=pipeline,
+        context=context,
+        data=data,
+        state_bytes_per_gpu=state,
+        activation_bytes_per_gpu=act,
+        memory_bytes=usable,
+        lines=tuple(lines),
+    )

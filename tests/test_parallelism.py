@@ -1,0 +1,233 @@
+"""Tests of the cost formulas beyond data parallelism, and of MFU/HFU."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+import gpulab as gl
+
+# ------------------------------------------------------------------------- utilisation
+
+
+def test_mfu_is_flops_over_time_gpus_and_peak():
+    assert gl.mfu(6e12, 2.0, 1e12, n_gpus=4) == pytest.approx(0.75)
+    assert gl.mfu(6e12, 1.0, 1e12) == pytest.approx(6.0)  # an underestimated peak shows
+
+
+def test_palm_reported_mfu_is_reproduced_within_attention_share():
+    # PaLM (Chowdhery et al. 2022, Table 3): 238.3K tokens/s on 6,144 TPU v4 (275 TFLOP/s
+    # bf16) is 46.2% MFU counting attention too; 6·N alone gives slightly less.
+    value = gl.mfu(238.3e3 * 6 * 540e9, 1.0, 275e12, n_gpus=6144)
+    assert 0.45 < value < 0.462
+
+
+def test_hfu_counts_recomputation():
+    model = 6e12
+    assert gl.recompute_flops(model) == pytest.approx(8e12)  # + one forward = +33%
+    assert gl.recompute_flops(model, 0.5) == pytest.approx(7e12)
+    assert gl.hfu(gl.recompute_flops(model), 1.0, 1e13) > gl.mfu(model, 1.0, 1e13)
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(step_time_s=0), "step_time_s"),
+        (dict(step_time_s=math.nan), "step_time_s"),
+        (dict(peak_flops=-1.0), "peak_flops"),
+        (dict(peak_flops=math.inf), "peak_flops"),
+        (dict(n_gpus=0), "n_gpus"),
+        (dict(n_gpus=True), "n_gpus"),
+        (dict(model_flops_per_step="6e12"), "model_flops_per_step"),
+    ],
+)
+def test_mfu_refuses_bad_input(kwargs, name):
+    call = dict(model_flops_per_step=6e12, step_time_s=1.0, peak_flops=1e12, n_gpus=1) | kwargs
+    with pytest.raises(ValueError, match=name):
+        gl.mfu(**call)
+
+
+def test_recompute_flops_refuses_a_fraction_out_of_range():
+    with pytest.raises(ValueError, match="recomputed_fraction"):
+        gl.recompute_flops(6e12, -0.1)
+
+
+# ------------------------------------------------------------------- tensor parallelism
+
+
+def test_tensor_parallel_mlp_has_two_allreduces_of_the_activation():
+    comm = gl.tensor_parallel_comm(8, 1, 512, 2, bytes_per_value=4, block="mlp")
+    assert comm.n_allreduces == 2
+    assert comm.message_bytes == 8 * 512 * 4
+    # a ring all-reduce over 2 ranks sends 2(p-1)/p = 1 times the buffer per message
+    assert comm.bytes_per_rank == pytest.approx(2 * 8 * 512 * 4)
+    assert comm.total_message_bytes == 2 * 8 * 512 * 4
+
+
+def test_tensor_parallel_layer_has_four_allreduces_and_none_on_one_rank():
+    comm = gl.tensor_parallel_comm(1, 2048, 4096, 8, layers=32)
+    assert comm.n_allreduces == 4 * 32
+    assert comm.bytes_per_rank == pytest.approx(128 * 2 * 7 / 8 * 2048 * 4096 * 2)
+    assert gl.tensor_parallel_comm(1, 2048, 4096, 1).bytes_per_rank == 0.0
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(hidden=0), "hidden"),
+        (dict(n_gpus=2.0), "n_gpus"),
+        (dict(bytes_per_value=3), "bytes_per_value"),
+        (dict(block="conv"), "block"),
+        (dict(layers=-1), "layers"),
+    ],
+)
+def test_tensor_parallel_comm_refuses_bad_input(kwargs, name):
+    call = dict(batch_size=8, seq_len=1, hidden=64, n_gpus=2) | kwargs
+    with pytest.raises(ValueError, match=name):
+        gl.tensor_parallel_comm(**call)
+
+
+# --------------------------------------------------------------- activations per layer
+
+
+def test_layer_activations_match_the_chooser_formula_without_parallelism():
+    s, b, h, a = 512, 8, 768, 12
+    assert gl.layer_activation_bytes(b, s, h, a) == pytest.approx(
+        gl.transformer_activation_bytes(
+            layers=1, hidden=h, heads=a, seq_len=s, batch_size=b, precision="amp_bf16"
+        )
+    )
+
+
+def test_layer_activations_shrink_with_tensor_and_sequence_parallelism_and_recompute():
+    s, b, h, a = 2048, 1, 4096, 32
+    sbh = s * b * h
+    plain = gl.layer_activation_bytes(b, s, h, a)
+    tp = gl.layer_activation_bytes(b, s, h, a, tensor_parallel=8)
+    sp = gl.layer_activation_bytes(b, s, h, a, tensor_parallel=8, sequence_parallel=True)
+    assert tp == pytest.approx(sbh * (10 + 24 / 8 + 5 * a * s / (h * 8)))
+    assert sp == pytest.approx(plain / 8)  # everything split t ways
+    assert plain > tp > sp
+    selective = gl.layer_activation_bytes(b, s, h, a, recompute="selective")
+    assert selective == pytest.approx(34 * sbh)
+    assert gl.layer_activation_bytes(b, s, h, a, recompute="full") == 2 * sbh
+
+
+@pytest.mark.parametrize(
+    "kwargs, name",
+    [
+        (dict(heads=0), "heads"),
+        (dict(sequence_parallel=1), "sequence_parallel"),
+        (dict(recompute="some"), "recompute"),
+        (dict(tensor_parallel=0), "tensor_parallel"),
+    ],
+)
+def test_layer_activation_bytes_refuses_bad_input(kwargs, name):
+    call = dict(batch_size=1, seq_len=128, hidden=64, heads=4) | kwargs
+    with pytest.raises(ValueError, match=name):
+        gl.layer_activation_bytes(**call)
+
+
+# ------------------------------------------------------------------ pipeline schedules
+
+
+def test_gpipe_holds_every_microbatch_and_1f1b_at_most_the_stage_count():
+    for m in (1, 2, 4, 8, 16):
+        assert gl.pipeline_inflight_microbatches(4, m, "gpipe") == m
+        assert gl.pipeline_inflight_microbatches(4, m, "1f1b", stage=0) == min(m, 4)
+        assert gl.pipeline_inflight_microbatches(4, m, "1f1b", stage=3) == 1
+
+
+@pytest.mark.parametrize(
+    "args, name",
+    [((2, 4, "zb"), "schedule"), ((2, 4, "1f1b", 2), "stage"), ((0, 4), "n_stages"),
+     ((2, 4, "gpipe", True), "stage"), ((2, 0), "n_microbatches")],
+)  # fmt: skip
+def test_pipeline_inflight_refuses_bad_input(args, name):
+    with pytest.raises(ValueError, match=name):
+        gl.pipeline_inflight_microbatches(*args)
+
+
+# ------------------------------------------------------------- context and experts
+
+
+def test_context_parallel_ring_moves_kv_blocks_c_minus_1_times():
+    b, s, h, c = 2, 4096, 512, 4
+    block = 2 * b * (s / c) * h * 2  # K and V of one rank's tokens, 2 bytes each
+    assert gl.context_parallel_bytes(b, s, h, c, backward=False) == pytest.approx(3 * block)
+    assert gl.context_parallel_bytes(b, s, h, c) == pytest.approx(9 * block)
+    assert gl.context_parallel_bytes(b, s, h, 1) == 0.0
+
+
+def test_expert_parallel_all_to_all_sends_the_routed_tokens_twice_each_way():
+    tokens, h, e = 1024, 256, 4
+    one_way = tokens * 2 * h * 2 * (e - 1) / e  # top-2, 2 bytes
+    assert gl.expert_parallel_bytes(tokens, h, e, top_k=2, backward=False) == pytest.approx(
+        2 * one_way
+    )
+    assert gl.expert_parallel_bytes(tokens, h, e, top_k=2) == pytest.approx(4 * one_way)
+
+
+@pytest.mark.parametrize(
+    "func, kwargs, name",
+    [
+        (gl.context_parallel_bytes, dict(kv_hidden=0), "kv_hidden"),
+        (gl.context_parallel_bytes, dict(backward="no"), "backward"),
+        (gl.context_parallel_bytes, dict(bytes_per_value=1.5), "bytes_per_value"),
+        (gl.expert_parallel_bytes, dict(top_k=0), "top_k"),
+        (gl.expert_parallel_bytes, dict(n_gpus=-2), "n_gpus"),
+    ],
+)
+def test_context_and_expert_bytes_refuse_bad_input(func, kwargs, name):
+    base = (
+        dict(batch_size=1, seq_len=1024, kv_hidden=64, n_gpus=2)
+        if func is gl.context_parallel_bytes
+        else dict(tokens_per_gpu=64, hidden=64, n_gpus=2)
+    )
+    with pytest.raises(ValueError, match=name):
+        func(**(base | kwargs))
+
+
+# ------------------------------------------------------------------ suggestion rule
+
+
+def test_suggestion_reproduces_llama3_405b_at_8k_tokens():
+    # Llama 3 paper (arXiv 2407.21783), Table 4: 16,384 H100s, TP 8, CP 1, PP 16, DP 128.
+    plan = gl.suggest_parallelism(
+        405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=16384, spec="H100 SXM5 80GB"
+    )
+    assert (plan.tensor, plan.pipeline, plan.context, plan.data) == (8, 16, 1, 128)
+    assert plan.n_gpus == 16384 and plan.fits
+    # 8,192 GPUs: same model split, half the data parallelism (Table 4: DP 64)
+    half = gl.suggest_parallelism(
+        405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=8192, spec="H100 SXM5 80GB"
+    )
+    assert (half.tensor, half.pipeline, half.context, half.data) == (8, 16, 1, 64)
+
+
+def test_suggestion_adds_context_parallelism_for_long_sequences():
+    # Table 4 at 131,072 tokens: CP 16. Memory alone asks for less (the rule's answer is a
+    # floor); the published run also balanced attention compute across the ranks.
+    plan = gl.suggest_parallelism(
+        405e9, layers=126, hidden=16384, seq_len=131072, n_gpus=16384, spec="H100 SXM5 80GB"
+    )
+    assert plan.tensor == 8 and plan.pipeline == 16
+    assert 1 < plan.context <= 16 and plan.fits
+    assert plan.n_gpus == 16384
+
+
+def test_a_small_model_needs_no_model_parallelism():
+    plan = gl.suggest_parallelism(
+        1e9, layers=24, hidden=2048, seq_len=2048, n_gpus=8, spec="H100 SXM5 80GB"
+    )
+    assert (plan.tensor, plan.pipeline, plan.context, plan.data) == (1, 1, 1, 8)
+    text = str(plan)
+    assert "tensor  t = 1" in text and "fits" in text
+
+
+def test_suggestion_refuses_a_gpu_count_the_split_does_not_divide():
+    with pytest.raises(ValueError, match="n_gpus"):
+        gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=100)
+    with pytest.raises(ValueError, match="spec"):
+        gl.suggest_parallelism(1e9, layers=2, hidden=64, seq_len=8, n_gpus=8, spec="Z9000")
