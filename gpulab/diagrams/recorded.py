@@ -1,8 +1,9 @@
 """Read the measurements the labs recorded, for the chapters' diagrams.
 
 The book is built without running the labs, so a chapter reads what a lab left behind: a
-result file the lab wrote next to itself when it was run in this checkout, or else the text
-the lab printed in its recorded outputs. Each reader returns ``None`` when neither is there,
+record the lab attached to one of its recorded outputs (output metadata ``gpulab_record``),
+a result file the lab wrote next to itself when it was run in this checkout, or else the
+text the lab printed in its recorded outputs. Each reader returns ``None`` when neither is there,
 and the chapter says so instead of drawing.
 """
 
@@ -12,7 +13,15 @@ import json
 import re
 from pathlib import Path
 
-__all__ = ["course_root", "pipeline_measurements", "input_pipeline_measurements"]
+__all__ = [
+    "RECORD_KEY",
+    "course_root",
+    "input_pipeline_measurements",
+    "output_record",
+    "pipeline_measurements",
+]
+
+RECORD_KEY = "gpulab_record"
 
 
 def course_root() -> Path | None:
@@ -43,17 +52,39 @@ def _outputs(notebook: Path) -> list[tuple[str, str]]:
     return cells
 
 
+def output_record(notebook: Path, name: str):
+    """The value a lab attached as ``metadata["gpulab_record"][name]`` to a recorded output.
+
+    A lab does it with ``display(..., metadata={"gpulab_record": {name: value}})`` in the
+    cell that measured ``value``; ``None`` when the notebook or the record is missing.
+    """
+    notebook = Path(notebook)
+    if not notebook.is_file():
+        return None
+    for cell in json.loads(notebook.read_text(encoding="utf-8")).get("cells", []):
+        for output in cell.get("outputs", []):
+            record = output.get("metadata", {}).get(RECORD_KEY, {})
+            if name in record:
+                return record[name]
+    return None
+
+
 _PIPE_ROW = re.compile(r"^\s*(\d+)\s+([\d.]+)ms\s+(\d+)%\s+\d+%\s+([-\d.e]+)\s*$", re.M)
 
 
 def pipeline_measurements(root) -> list[dict] | None:
     """The distributed lab's pipeline rows: ``m``, ``step_s``, ``bubble`` (and more if given).
 
-    Read from ``notebooks/dist_lab/pipeline.json`` when the lab has been run in this
-    checkout (it is not kept in the repository), else from the table the lab printed in its
-    recorded outputs (step time to 0.1 ms, bubble to 1%). ``None`` when neither exists.
+    Read from the record the lab attached to its recorded outputs (the rows of GPipe, with
+    per-stage, per-micro-batch ``forward_s`` and ``backward_s``); else from
+    ``notebooks/dist_lab/pipeline.json`` when the lab has been run in this checkout (it is not
+    kept in the repository); else from the table an older recording printed (step time to
+    0.1 ms, bubble to 1%). ``None`` when none exists.
     """
     root = Path(root)
+    recorded = output_record(root / "notebooks" / "distributed_lab.ipynb", "pipeline")
+    if recorded and recorded.get("rows"):
+        return recorded["rows"]
     result = root / "notebooks" / "dist_lab" / "pipeline.json"
     if result.is_file():
         return json.loads(result.read_text(encoding="utf-8"))["rows"]
