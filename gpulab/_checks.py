@@ -153,6 +153,23 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     return float(value)
 
 
+def flag(name: str, value) -> bool:
+    """Return ``value`` if it is ``True`` or ``False`` (not 1, 0, "yes" or None).
+
+    Examples
+    --------
+    >>> flag("verbose", False)
+    False
+    >>> flag("verbose", 1)
+    Traceback (most recent call last):
+    ...
+    ValueError: verbose=1 must be True or False
+    """
+    if not isinstance(value, bool):
+        raise ValueError(f"{name}={value!r} must be True or False")
+    return value
+
+
 def text(name: str, value, *, optional: bool = False) -> str | None:
     """Return ``value`` if it is a str (free text: a label, a note); None too if ``optional``.
 

@@ -22,6 +22,7 @@ import numpy as np
 
 from gpulab._checks import (
     choice,
+    flag,
     non_negative_int,
     non_negative_number,
     positive_int,
@@ -267,8 +268,7 @@ def timer(label: str = "", *, verbose: bool = True):
     """
     if not isinstance(label, str):
         raise ValueError(f"label={label!r} must be a str")
-    if not isinstance(verbose, bool):
-        raise ValueError(f"verbose={verbose!r} must be True or False")
+    flag("verbose", verbose)
     return _timed(label, verbose)
 
 

@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
-from gpulab._checks import finite_number, non_negative_number
+from gpulab._checks import finite_number, flag, non_negative_number
 
 __all__ = ["CheckResult", "check"]
 
@@ -49,8 +49,7 @@ class CheckResult:
         if self.answer is not None:
             finite_number("answer", self.answer)
         finite_number("expected", self.expected)
-        if not isinstance(self.ok, bool):
-            raise ValueError(f"ok={self.ok!r} must be True or False")
+        flag("ok", self.ok)
         _text("message", self.message)
 
     def __bool__(self) -> bool:

@@ -29,7 +29,7 @@ import threading
 import time
 from dataclasses import dataclass
 
-from gpulab._checks import positive_int, positive_number, resolve_spec, text
+from gpulab._checks import flag, positive_int, positive_number, resolve_spec, text
 from gpulab.units import format_duration
 
 __all__ = [
@@ -244,8 +244,7 @@ class EnergyMeter:
             raise ValueError(f"warmup={warmup!r} must be a callable taking no arguments, or None")
         if cores is not None:
             positive_int("cores", cores)
-        if not isinstance(verbose, bool):
-            raise ValueError(f"verbose={verbose!r} must be True or False")
+        flag("verbose", verbose)
         if device is not None:
             _parse_device(device)  # refuse a device it cannot use now, not on entry
         self._device = device

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 
 from gpulab._checks import (
     choice,
+    flag,
     fraction,
     non_negative_int,
     non_negative_number,
@@ -202,8 +203,7 @@ def layer_activation_bytes(
     h = positive_int("hidden", hidden)
     a = positive_int("heads", heads)
     t = positive_int("tensor_parallel", tensor_parallel)
-    if not isinstance(sequence_parallel, bool):
-        raise ValueError(f"sequence_parallel={sequence_parallel!r} must be True or False")
+    flag("sequence_parallel", sequence_parallel)
     choice("recompute", recompute, RECOMPUTE)
     sbh = s * b * h
     if recompute == "full":
@@ -277,8 +277,7 @@ def context_parallel_bytes(
     h_kv = positive_int("kv_hidden", kv_hidden)
     c = positive_int("n_gpus", n_gpus)
     width = _bytes_per_value("bytes_per_value", bytes_per_value)
-    if not isinstance(backward, bool):
-        raise ValueError(f"backward={backward!r} must be True or False")
+    flag("backward", backward)
     forward = (c - 1) * 2 * b * (s / c) * h_kv * width
     return forward * (3 if backward else 1)
 
@@ -311,8 +310,7 @@ def expert_parallel_bytes(
     e = positive_int("n_gpus", n_gpus)
     k = positive_int("top_k", top_k)
     width = _bytes_per_value("bytes_per_value", bytes_per_value)
-    if not isinstance(backward, bool):
-        raise ValueError(f"backward={backward!r} must be True or False")
+    flag("backward", backward)
     one_way = tokens * k * h * width * (e - 1) / e
     return one_way * 2 * (2 if backward else 1)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 
-from gpulab._checks import choice
+from gpulab._checks import choice, flag
 
 __all__ = [
     "PEAK_PRECISIONS",
@@ -154,8 +154,7 @@ def tf32(enabled: bool):
     >>> c.sum().item()
     8.0
     """
-    if not isinstance(enabled, bool):
-        raise ValueError(f"enabled={enabled!r} must be True or False")
+    flag("enabled", enabled)
     return _tf32(enabled)
 
 

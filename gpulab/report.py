@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from importlib import resources
 
-from gpulab._checks import text
+from gpulab._checks import flag, text
 from gpulab.precision import supported_precisions, tf32
 
 __all__ = [
@@ -287,8 +287,7 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     from gpulab.device import best_device, detect_device
     from gpulab.provenance import provenance
 
-    if not isinstance(quick, bool):
-        raise ValueError(f"quick={quick!r} must be True or False")
+    flag("quick", quick)
     if not isinstance(notes, str):
         raise ValueError(f"notes={notes!r} must be a str")
     if progress is not None and not callable(progress):

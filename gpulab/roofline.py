@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 from gpulab._checks import (
     choice,
+    flag,
     non_negative_number,
     positive_int,
     positive_number,
@@ -146,8 +147,7 @@ class Ceilings:
         positive_number("peak_flops", self.peak_flops)
         positive_number("memory_bandwidth", self.memory_bandwidth)
         non_negative_number("overhead_s", self.overhead_s)
-        if not isinstance(self.measured, bool):
-            raise ValueError(f"measured={self.measured!r} must be True or False")
+        flag("measured", self.measured)
         if not isinstance(self.note, str):
             raise ValueError(f"note={self.note!r} must be a str")
 
