@@ -12,6 +12,7 @@ from gpulab.course.accuracy import (
     accuracy_table,
     collect_accuracy,
     find_root,
+    mlperf_comparisons,
 )
 
 PROVENANCE = {"cpu": {"device": "CPU only: test box", "date": "2026-01-02", "kind": "cpu"}}
@@ -184,3 +185,58 @@ def test_table_escapes_pipes_and_says_whether_targets_are_met():
 def test_find_root_needs_a_course_repository(tmp_path):
     with pytest.raises(FileNotFoundError, match="no course repository"):
         find_root(tmp_path)
+
+
+MLPERF_RUN = {
+    "name": "test run",
+    "system": "test box",
+    "spec": "B200",
+    "n_gpus": 8,
+    "n_params": 335141888,
+    "embedding_params": 31782912,
+    "layers": 24,
+    "hidden": 1024,
+    "seq_len": 512,
+    "train_samples": 2550982,
+    "run_start_ms": 1745139526306,
+    "run_stop_ms": 1745139746574,
+}
+
+
+def _expected_mlperf_s(run, utilisation=0.40):
+    # (6 N + 6 L s h) FLOPs per token, N without embeddings, over 8 GPUs at the BF16 peak.
+    per_token = 6 * (run["n_params"] - run["embedding_params"]) + 6 * 24 * 512 * 1024
+    flops = per_token * run["train_samples"] * run["seq_len"]
+    return flops / (run["n_gpus"] * gl.get_spec("B200").peak("bf16") * utilisation)
+
+
+def test_published_mlperf_runs_are_predicted_from_the_data_file(tmp_path):
+    root = _repo(tmp_path, {})
+    data = root / "gpulab" / "data"
+    data.mkdir(parents=True)
+    (data / "mlperf_training.json").write_text(json.dumps({"runs": [MLPERF_RUN]}))
+    (c,) = mlperf_comparisons(root)
+    assert c.published_s == pytest.approx(220.268)
+    assert c.predicted_s == pytest.approx(_expected_mlperf_s(MLPERF_RUN))
+    assert c.error == pytest.approx(c.predicted_s / 220.268 - 1)
+    assert c.date == "2025-04-20"
+    # Twice the utilisation, half the predicted time.
+    (fast,) = mlperf_comparisons(root, utilisation=0.80)
+    assert fast.predicted_s == pytest.approx(c.predicted_s / 2)
+
+    (row,) = _by_model(collect_accuracy(root))["Time to train vs MLPerf"]
+    assert row.recorded and row.value == pytest.approx(abs(c.error))
+    assert f"error {100 * c.error:+.0f}%" in row.error and "test run" in row.error
+    assert (row.device, row.date) == ("8 x B200, test box (published run)", "2025-04-20")
+
+
+def test_the_course_compares_time_to_train_with_a_cited_mlperf_run():
+    root = find_root(__file__)
+    runs = json.loads((root / "gpulab" / "data" / "mlperf_training.json").read_text())["runs"]
+    assert runs and all(r["source"].startswith("https://github.com/mlcommons/") for r in runs)
+    (c,) = mlperf_comparisons(root)
+    assert c.run["train_samples"] == 2_550_982 and c.published_s == pytest.approx(220.268)
+    # The course's 40% utilisation overestimates this run's time by about half.
+    assert c.error == pytest.approx(0.56, abs=0.01)
+    (row,) = _by_model(collect_accuracy(root))["Time to train vs MLPerf"]
+    assert row.recorded and "B200" in row.device

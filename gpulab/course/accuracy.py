@@ -18,6 +18,11 @@ Two ways a lab reports a comparison, tried in this order:
 Recordings come from ``notebooks/<lab>.ipynb`` and, when present, from per-device copies in
 ``notebooks/recordings/<kind>/<lab>.ipynb``; each gives its device and date from
 ``metadata.gpulab.recorded``.
+
+Time to train is also compared with published MLPerf Training runs whose logs state the
+training work: their cited inputs and times are in ``gpulab/data/mlperf_training.json`` (the
+file ``book/case_bert.md`` quotes), and :func:`mlperf_comparisons` predicts each with
+:func:`gpulab.time_to_train` when the page is built.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ import re
 import statistics
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime, timezone
 from pathlib import Path
 
 __all__ = [
@@ -36,6 +42,7 @@ __all__ = [
     "accuracy_table",
     "collect_accuracy",
     "find_root",
+    "mlperf_comparisons",
 ]
 
 #: Output-metadata key under which a measuring cell records its comparison.
@@ -288,6 +295,105 @@ def _mlperf(nb: dict, root: Path) -> Reading:
     return match.group(0).strip(), abs(value), None
 
 
+#: Where the published MLPerf runs and their cited inputs live, relative to the repository root.
+MLPERF_RUNS = Path("gpulab") / "data" / "mlperf_training.json"
+
+
+@dataclass(frozen=True)
+class MLPerfComparison:
+    """The course's time-to-train prediction of one published MLPerf run.
+
+    Attributes
+    ----------
+    run : dict
+        The run's entry in ``gpulab/data/mlperf_training.json`` (system, inputs, source).
+    predicted_s : float
+        :func:`gpulab.time_to_train` of the run's samples × sequence length tokens on its
+        GPUs, at ``utilisation``, perfectly scaled on one node.
+    published_s : float
+        The run's time from ``run_start`` to ``run_stop`` in its log.
+    utilisation : float
+        The fraction of the 16-bit peak assumed.
+    """
+
+    run: dict
+    predicted_s: float
+    published_s: float
+    utilisation: float
+
+    @property
+    def error(self) -> float:
+        """Prediction against the published time, as a signed fraction."""
+        return self.predicted_s / self.published_s - 1
+
+    @property
+    def date(self) -> str:
+        """The run's date (UTC, from its ``run_start``), YYYY-MM-DD."""
+        start = datetime.fromtimestamp(self.run["run_start_ms"] / 1000, tz=timezone.utc)
+        return start.strftime("%Y-%m-%d")
+
+
+def mlperf_comparisons(
+    root: str | Path | None = None, utilisation: float | None = None
+) -> list[MLPerfComparison]:
+    """Predict every published MLPerf run in ``gpulab/data/mlperf_training.json``.
+
+    Each run is a transformer: the job is ``train_samples × seq_len`` tokens at
+    ``(6·N + 6·L·s·h)`` FLOPs per token (N without the embedding tables, as the course counts
+    it), on ``n_gpus`` of the run's ``spec`` at their 16-bit peak and ``utilisation``.
+
+    Parameters
+    ----------
+    root : path, optional
+        The repository root; default: found from the current folder (:func:`find_root`).
+    utilisation : float, optional
+        Fraction of peak; default :data:`gpulab.DEFAULT_UTILISATION` (the course's 40%).
+
+    Returns
+    -------
+    list of MLPerfComparison
+        Empty when the repository has no such file.
+    """
+    import gpulab as gl  # the package proper, only when a comparison is asked for
+
+    root = find_root() if root is None else Path(root)
+    u = gl.DEFAULT_UTILISATION if utilisation is None else utilisation
+    data = _json(root / MLPERF_RUNS)
+    runs = data.get("runs", []) if isinstance(data, dict) else []
+    found = []
+    for run in runs:
+        job = gl.transformer_training_job(
+            run["n_params"],
+            run["train_samples"] * run["seq_len"],
+            embedding_params=run["embedding_params"],
+            layers=run["layers"],
+            hidden=run["hidden"],
+            seq_len=run["seq_len"],
+            name=run["name"],
+        )
+        predicted = gl.time_to_train(job, run["spec"], n_gpus=run["n_gpus"], utilisation=u)
+        published = (run["run_stop_ms"] - run["run_start_ms"]) / 1000
+        found.append(MLPerfComparison(run, predicted.time_s, published, u))
+    return found
+
+
+def _mlperf_published(root: Path, model: str, compared: str) -> list[ModelAccuracy]:
+    rows = []
+    for c in mlperf_comparisons(root):
+        words = (
+            f"{c.run['name']} (cited in the BERT case study): predicted "
+            f"{c.predicted_s / 60:.2f} min at {100 * c.utilisation:.0f}% of peak, published run "
+            f"{c.published_s / 60:.2f} min, error {_percent(c.error)}"
+        )
+        device = f"{c.run['n_gpus']} x {c.run['spec']}, {c.run['system']} (published run)"
+        rows.append(
+            ModelAccuracy(
+                model, compared, "case_bert_lab", words, abs(c.error), None, device, c.date
+            )
+        )
+    return rows
+
+
 def _json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -312,6 +418,8 @@ class _Model:
     compared: str
     labs: tuple[str, ...]
     read: Callable[[dict, Path], Reading]
+    #: Comparisons with published results, read from the repository's data rather than a lab.
+    published: Callable[[Path, str, str], list[ModelAccuracy]] | None = None
 
 
 #: The course's cost models, where each is compared with a measurement, and how to read it.
@@ -362,6 +470,7 @@ MODELS: tuple[_Model, ...] = (
         "Training results",
         ("case_resnet_lab", "case_bert_lab"),
         _mlperf,
+        _mlperf_published,
     ),
 )
 
@@ -399,6 +508,8 @@ def collect_accuracy(root: str | Path | None = None) -> list[ModelAccuracy]:
                         model.name, model.compared, lab, words, value, target, device, date
                     )
                 )
+        if model.published is not None:
+            entries += model.published(root, model.name, model.compared)
         found += entries or [
             ModelAccuracy(model.name, model.compared, model.labs[0], "no recorded comparison yet")
         ]
