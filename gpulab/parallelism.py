@@ -385,7 +385,7 @@ def suggest_parallelism(
     2. **pipeline** parallelism across nodes, the smallest power of two that does; where
        that power of two does not divide ``n_gpus / t`` (2,240 GPUs are 8 × 280), the
        smallest divisor of ``n_gpus / t`` that does, one that gives every stage the same
-       number of whole layers first;
+       number of whole layers first (``n_gpus`` too few for any such divisor is refused);
     3. **context** parallelism, the smallest power of two that fits one sequence's
        activations next to the state (full recomputation: ``2·s·h`` bytes per layer, split
        ``t·c`` ways with sequence parallelism; 1F1B keeps ``p`` micro-batches of ``L/p``
@@ -467,7 +467,11 @@ def suggest_parallelism(
         divisors = [d for d in range(1, min(rest, n_layers) + 1) if rest % d == 0]
         fitting = [d for d in divisors if wg / (tensor * d) <= budget]
         whole = [d for d in fitting if n_layers % d == 0]
-        pipeline = (whole or fitting or [divisors[-1]])[0]
+        if not fitting:  # too few GPUs for any split that fits: say how many a copy needs
+            raise ValueError(
+                f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
+            )
+        pipeline = (whole or fitting)[0]
         note = f" (divides {total} / {tensor} = {rest}" + (
             f"; {n_layers // pipeline} whole layers per stage)" if whole else ")"
         )

@@ -308,3 +308,9 @@ def test_pipeline_falls_back_to_a_divisor_of_the_gpu_count():
     assert "3 whole layers per stage" in str(plan)
     with pytest.raises(ValueError, match="n_gpus=2244"):
         _a100(530e9, 105, 20480, 2244)
+
+
+def test_too_few_gpus_for_any_split_that_fits_are_refused():
+    # 64 H100s: 8 per tensor group leave at most 8 stages; 405B needs 16 (8 × 16 = 128 GPUs).
+    with pytest.raises(ValueError, match=r"n_gpus=64 must be a multiple of .* = 128"):
+        gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=64)
