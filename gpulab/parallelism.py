@@ -382,7 +382,10 @@ def suggest_parallelism(
     1. **tensor** parallelism inside a node (NVLink), the smallest power of two up to
        ``gpus_per_node`` that brings the 16-bit weights and gradients (4 bytes per
        parameter) under ``state_share`` of the usable memory, else the whole node;
-    2. **pipeline** parallelism across nodes, the smallest power of two that does;
+    2. **pipeline** parallelism across nodes, the smallest power of two that does; where
+       that power of two does not divide ``n_gpus / t`` (2,240 GPUs are 8 × 280), the
+       smallest divisor of ``n_gpus / t`` that does, one that gives every stage the same
+       number of whole layers first (``n_gpus`` too few for any such divisor is refused);
     3. **context** parallelism, the smallest power of two that fits one sequence's
        activations next to the state (full recomputation: ``2·s·h`` bytes per layer, split
        ``t·c`` ways with sequence parallelism; 1F1B keeps ``p`` micro-batches of ``L/p``
@@ -401,7 +404,7 @@ def suggest_parallelism(
     layers, hidden, seq_len : int
         Transformer layers ``L``, hidden size ``h``, tokens per sequence ``s``.
     n_gpus : int
-        GPUs of the job; must be a multiple of ``tensor · pipeline · context``.
+        GPUs of the job; must be a multiple of the tensor-parallel degree.
     spec : DeviceSpec or str
         The GPU (its memory).
     gpus_per_node : int
@@ -419,6 +422,14 @@ def suggest_parallelism(
     ...                               n_gpus=16384, spec="H100 SXM5 80GB")
     >>> plan.tensor, plan.pipeline, plan.context, plan.data
     (8, 16, 1, 128)
+
+    Megatron-Turing NLG 530B on 2,240 A100s (Smith et al. 2022: 105 layers, h = 20,480, TP 8
+    and PP 35 per 280-GPU replica, so DP 8):
+
+    >>> plan = gl.suggest_parallelism(530e9, layers=105, hidden=20480, seq_len=2048,
+    ...                               n_gpus=2240, spec="A100 80GB SXM4")
+    >>> plan.tensor, plan.pipeline, plan.context, plan.data
+    (8, 35, 1, 8)
     """
     n = positive_number("n_params", n_params)
     n_layers = positive_int("layers", layers)
@@ -445,17 +456,29 @@ def suggest_parallelism(
         f"tensor  t = {tensor}: 4 B × {n:.3g} params / {tensor} = {fmt(wg / tensor)}"
         + (" (fits)" if wg / tensor <= budget else f" (> {fmt(budget)}: a node is not enough)")
     )
+    if total % tensor:
+        raise ValueError(f"n_gpus={total!r} must be a multiple of tensor = {tensor}")
     pipeline = 1
     while wg / (tensor * pipeline) > budget and pipeline < n_layers:
         pipeline *= 2
+    note = ""
+    rest = total // tensor
+    if rest % pipeline:  # e.g. 2,240 GPUs: no power of two above 8 divides 280
+        divisors = [d for d in range(1, min(rest, n_layers) + 1) if rest % d == 0]
+        fitting = [d for d in divisors if wg / (tensor * d) <= budget]
+        whole = [d for d in fitting if n_layers % d == 0]
+        if not fitting:  # too few GPUs for any split that fits: say how many a copy needs
+            raise ValueError(
+                f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
+            )
+        pipeline = (whole or fitting)[0]
+        note = f" (divides {total} / {tensor} = {rest}" + (
+            f"; {n_layers // pipeline} whole layers per stage)" if whole else ")"
+        )
     lines.append(
         f"pipeline p = {pipeline}: {fmt(wg / tensor)} / {pipeline} = "
-        f"{fmt(wg / (tensor * pipeline))} per GPU"
+        f"{fmt(wg / (tensor * pipeline))} per GPU{note}"
     )
-    if total % (tensor * pipeline):
-        raise ValueError(
-            f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
-        )
     act_full = 2 * s * h * n_layers  # bytes, full recomputation, L layers on stage 0
     context = 1
     while True:

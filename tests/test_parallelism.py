@@ -231,3 +231,86 @@ def test_suggestion_refuses_a_gpu_count_the_split_does_not_divide():
         gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=100)
     with pytest.raises(ValueError, match="spec"):
         gl.suggest_parallelism(1e9, layers=2, hidden=64, seq_len=8, n_gpus=8, spec="Z9000")
+
+
+# Narayanan et al. 2021 (arXiv 2104.04473), Table 1: GPT models on A100 80 GB, s = 2,048.
+# (params, layers, hidden, GPUs, published (TP, PP, DP)); DP = GPUs / (TP · PP).
+MEGATRON_TABLE1 = [
+    (1.7e9, 24, 2304, 32, (1, 1, 32)),
+    (3.6e9, 30, 3072, 64, (2, 1, 32)),
+    (7.5e9, 36, 4096, 128, (4, 1, 32)),
+    (18.4e9, 40, 6144, 256, (8, 1, 32)),
+    (39.1e9, 48, 8192, 512, (8, 2, 32)),
+    (76.1e9, 60, 10240, 1024, (8, 4, 32)),
+    (145.6e9, 80, 12288, 1536, (8, 8, 24)),
+    (310.1e9, 96, 16384, 1920, (8, 16, 15)),
+    (529.6e9, 105, 20480, 2520, (8, 35, 9)),
+    (1008e9, 128, 25600, 3072, (8, 64, 6)),
+]
+# Rows where the memory rule asks for less model parallelism than the table used.
+MEGATRON_LESS = {3.6e9: (1, 1), 7.5e9: (2, 1), 529.6e9: (8, 15), 1008e9: (8, 32)}
+
+
+def _a100(n_params, layers, hidden, n_gpus):
+    return gl.suggest_parallelism(
+        n_params, layers=layers, hidden=hidden, seq_len=2048, n_gpus=n_gpus,
+        spec="A100 80GB SXM4",
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("n_params, layers, hidden, n_gpus, paper", MEGATRON_TABLE1)
+def test_suggestion_against_megatron_table1(n_params, layers, hidden, n_gpus, paper):
+    plan = _a100(n_params, layers, hidden, n_gpus)
+    mine = (plan.tensor, plan.pipeline, plan.data)
+    assert plan.context == 1 and plan.fits and plan.n_gpus == n_gpus
+    if n_params not in MEGATRON_LESS:
+        assert mine == paper
+    else:
+        # The rule shards Adam state over data parallelism (ZeRO-1), so it finds a smaller
+        # model split that fits; the published one is larger, never smaller.
+        assert (plan.tensor, plan.pipeline) == MEGATRON_LESS[n_params]
+        assert plan.tensor <= paper[0] and plan.tensor * plan.pipeline < paper[0] * paper[1]
+
+
+@pytest.mark.parametrize(
+    "n_gpus, rule",
+    [(2240, (8, 35, 8)), (2800, (8, 35, 10)), (3360, (8, 15, 28))],
+)
+def test_suggestion_against_mt_nlg_530b(n_gpus, rule):
+    # Smith et al. 2022 (arXiv 2201.11990): 105 layers, h 20,480, s 2,048; TP 8 and PP 35 per
+    # 280-GPU replica, trained on 280, 350 and 420 DGX A100 nodes (DP 8, 10, 12).
+    plan = _a100(530e9, 105, 20480, n_gpus)
+    assert (plan.tensor, plan.pipeline, plan.data) == rule and plan.fits
+    if n_gpus != 3360:
+        assert rule == (8, 35, n_gpus // 280)  # the published split
+    else:
+        # 3,360 / 8 = 420 has 15 among its divisors: 7 whole layers per stage also fit, so
+        # the least model parallelism is 8 × 15, not the published 8 × 35.
+        assert plan.tensor * plan.pipeline < 280 and 105 % plan.pipeline == 0
+
+
+def test_suggestion_against_bloom_176b():
+    # BLOOM (arXiv 2211.05100): 70 layers, h 14,336, s 2,048 on 384 A100 80 GB; the training
+    # script (bigscience-workshop/bigscience, tr11-176B-ml.slurm) sets TP 4, PP 12, so DP 8.
+    plan = _a100(176e9, 70, 14336, 384)
+    assert (plan.tensor, plan.pipeline, plan.context, plan.data) == (8, 8, 1, 6) and plan.fits
+    # The rule fills the node with tensor parallelism (Narayanan et al.'s advice). BigScience
+    # measured TP 8 / PP 12 / DP 4 at 128.92 TFLOP/s per GPU against 153.68 for TP 4 / PP 12 /
+    # DP 8 (chronicles-prequel.md in the same repository) and kept TP 4: a throughput choice
+    # that a memory rule does not make.
+    assert plan.tensor * plan.pipeline > 4 * 12
+
+
+def test_pipeline_falls_back_to_a_divisor_of_the_gpu_count():
+    # 2,240 = 8 × 280: no power of two between 16 and 128 divides 280. The rule used to raise.
+    plan = _a100(530e9, 105, 20480, 2240)
+    assert 280 % plan.pipeline == 0 and 105 % plan.pipeline == 0
+    assert "3 whole layers per stage" in str(plan)
+    with pytest.raises(ValueError, match="n_gpus=2244"):
+        _a100(530e9, 105, 20480, 2244)
+
+
+def test_too_few_gpus_for_any_split_that_fits_are_refused():
+    # 64 H100s: 8 per tensor group leave at most 8 stages; 405B needs 16 (8 × 16 = 128 GPUs).
+    with pytest.raises(ValueError, match=r"n_gpus=64 must be a multiple of .* = 128"):
+        gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=64)
