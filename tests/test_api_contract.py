@@ -167,6 +167,8 @@ BASELINES = {
     "MemoryLevel": lambda: _fields(gl.memory_ladder("H100 SXM")[3]),
     "draw_launch_mapping": lambda: ((100, 32), dict(spec="T4")),
     "draw_tiling": lambda: ((8, 2), dict(block=(1, 2))),
+    "draw_fusion": lambda: ((lambda x: x * 2.0 + 1.0, 64), dict(spec="T4", title="x")),
+    "fusion_traffic": lambda: ((lambda x: x * 2.0 + 1.0, 64), dict(precision="bf16")),
     "tile_loads": lambda: ((8, 2), {}),
     "draw_tensor_parallel": lambda: ((2,), dict(hidden=4)),
     "draw_zero_stages": lambda: ((1e9, 8), dict(param_bytes=2, grad_bytes=2, optimizer_bytes=12)),
@@ -705,6 +707,19 @@ KINDS: dict[str, dict] = {
     "memory_ladder": {"spec": "spec"},
     "draw_launch_mapping": {"n": "count", "block": "count", "spec": "spec"},
     "draw_tiling": {"n": "count", "tile": "count", "block": [(4, 0), (1,), "x", (True, 0)]},
+    "draw_fusion": {
+        "fn": [42, "x * 2", lambda x, y: x + y],
+        "n_elem": "count",
+        "spec": "spec",
+        "precision": "choice",
+        "measured": [42, "x", {"eager_s": 1.0}, {"eager_s": 1.0, "fused_s": NAN}],
+        "title": "text",
+    },
+    "fusion_traffic": {
+        "fn": [42, "x * 2", lambda x, y: x + y],
+        "n_elem": "count",
+        "precision": "choice",
+    },
     "tile_loads": {"n": "count", "tile": "count"},
     "draw_tensor_parallel": {"n_gpus": "count", "hidden": "count"},
     "draw_zero_stages": {
