@@ -127,6 +127,10 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RingStep",
         "simulate_ring_allreduce",
     ),
+    "diagrams.dispatch": (
+        "dispatch_log",
+        "draw_dispatch",
+    ),
     "diagrams.fusion": (
         "draw_fusion",
         "FUSION_PRECISIONS",

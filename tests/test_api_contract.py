@@ -167,6 +167,11 @@ BASELINES = {
     "MemoryLevel": lambda: _fields(gl.memory_ladder("H100 SXM")[3]),
     "draw_launch_mapping": lambda: ((100, 32), dict(spec="T4")),
     "draw_tiling": lambda: ((8, 2), dict(block=(1, 2))),
+    "dispatch_log": lambda: ((lambda: (torch.ones(3, requires_grad=True) * 2.0).sum(),), {}),
+    "draw_dispatch": lambda: (
+        (lambda: (torch.ones(3, requires_grad=True) * 2.0).sum(),),
+        dict(title="x"),
+    ),
     "draw_fusion": lambda: ((lambda x: x * 2.0 + 1.0, 64), dict(spec="T4", title="x")),
     "fusion_traffic": lambda: ((lambda x: x * 2.0 + 1.0, 64), dict(precision="bf16")),
     "tile_loads": lambda: ((8, 2), {}),
@@ -707,6 +712,8 @@ KINDS: dict[str, dict] = {
     "memory_ladder": {"spec": "spec"},
     "draw_launch_mapping": {"n": "count", "block": "count", "spec": "spec"},
     "draw_tiling": {"n": "count", "tile": "count", "block": [(4, 0), (1,), "x", (True, 0)]},
+    "dispatch_log": {"forward": [42, "x", lambda: 3.0]},
+    "draw_dispatch": {"forward": [42, "x", lambda: 3.0], "title": "text"},
     "draw_fusion": {
         "fn": [42, "x * 2", lambda x, y: x + y],
         "n_elem": "count",

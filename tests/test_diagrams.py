@@ -444,3 +444,38 @@ def test_fusion_reader_reads_the_recorded_lab(tmp_path):
     if times is None:
         pytest.skip("the frameworks lab has no recorded fusion measurement")
     assert times["eager_s"] > times["fused_s"] > 0
+
+
+# --------------------------------------------------------------------------- dispatcher
+
+
+def test_dispatch_log_is_what_the_backend_receives():
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    fig, log = gl.draw_dispatch(lambda: torch.nn.functional.cross_entropy(layer(x), y))
+    assert [c["op"] for c in log["forward"]][:2] == ["t", "addmm"]
+    assert {c["op"]: c["library"] for c in log["forward"]}["addmm"] == "cuBLAS"
+    assert "mm" in [c["op"] for c in log["backward"]]
+    calls = log["forward"] + log["backward"]
+    assert all(c["view"] == (c["op"] in {"t", "view", "detach"}) for c in calls)
+    # One box per call, dashed where it is a view.
+    boxes = [p for p in fig.axes[0].patches if p.get_height() == pytest.approx(0.6)]
+    assert len(boxes) == len(calls)
+    assert sum(p.get_linestyle() == "--" for p in boxes) == sum(c["view"] for c in calls)
+    assert _opaque_white(fig)
+
+
+def test_dispatch_refuses_what_is_not_a_loss():
+    import torch
+
+    with pytest.raises(ValueError, match="forward="):
+        gl.dispatch_log(42)
+    with pytest.raises(ValueError, match="forward=.*requires grad"):
+        gl.dispatch_log(lambda: torch.ones(3).sum())
+    with pytest.raises(ValueError, match="forward=.*one-element"):
+        gl.dispatch_log(lambda: torch.ones(3, requires_grad=True) * 2)
+    with pytest.raises(ValueError, match="title"):
+        gl.draw_dispatch(lambda: torch.ones(1, requires_grad=True).sum(), title=3)
