@@ -127,6 +127,15 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "RingStep",
         "simulate_ring_allreduce",
     ),
+    "diagrams.dispatch": (
+        "dispatch_log",
+        "draw_dispatch",
+    ),
+    "diagrams.fusion": (
+        "draw_fusion",
+        "FUSION_PRECISIONS",
+        "fusion_traffic",
+    ),
     "diagrams.hardware": (
         "draw_cpu_vs_gpu",
         "draw_memory_ladder",

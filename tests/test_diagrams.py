@@ -374,3 +374,108 @@ def test_shared_memory_bandwidth_is_the_peak_its_banks_give():
     clock_hz = spec.peak_flops["fp32"] / (2 * spec.sm_count * lanes)
     assert 1.9e9 < clock_hz < 2.0e9  # H100 SXM's boost clock is 1.98 GHz
     assert shared.bandwidth_bytes_per_s == pytest.approx(128 * spec.sm_count * clock_hz)
+
+
+# --------------------------------------------------------------------------- fusion
+
+
+def _gelu_by_hand(x):
+    import torch
+
+    return 0.5 * x * (1.0 + torch.tanh(0.7978845608 * (x + 0.044715 * x**3)))
+
+
+def test_fusion_bytes_are_eager_cost_s():
+    import torch
+
+    n = 2**20
+    fig, traffic = gl.draw_fusion(_gelu_by_hand, n, spec="H100 SXM")
+    x = torch.empty(n)
+    # Per kernel, what eager_cost counts for that one operation; in all, what it counts for
+    # the whole function run eagerly on a real tensor.
+    assert sum(k["bytes"] for k in traffic["kernels"]) == traffic["eager_bytes"]
+    assert traffic["eager_bytes"] == gl.eager_cost(lambda: _gelu_by_hand(x))[1] == 18 * 4 * n
+    assert [k["op"] for k in traffic["kernels"]] == [
+        "mul", "pow", "mul", "add", "mul", "tanh", "add", "mul"
+    ]  # fmt: skip
+    assert gl.eager_cost(lambda: x * 0.5)[1] == traffic["kernels"][0]["bytes"] == 8 * n
+    assert traffic["fused_bytes"] == 2 * 4 * n
+    assert all(k["write_bytes"] == 4 * n for k in traffic["kernels"])
+    # The times are the roofline's for those bytes, and the drawing prints them.
+    h100 = gl.get_spec("H100 SXM")
+    assert traffic["eager_s"] == gl.predict_time(h100, 0, traffic["eager_bytes"]).time_s
+    texts = [t.get_text() for t in fig.axes[0].texts]
+    assert sum(gl.format_bytes(traffic["eager_bytes"]) in t for t in texts) == 1
+    assert sum(t.startswith("read ") for t in texts) == 9  # eight eager kernels, one fused
+    assert any("No recorded measurement" in t for t in texts)
+    assert _opaque_white(fig)
+
+
+def test_fusion_in_half_precision_moves_half_the_bytes():
+    full = gl.fusion_traffic(_gelu_by_hand, 1024)
+    half = gl.fusion_traffic(_gelu_by_hand, 1024, precision="bf16")
+    assert half["eager_bytes"] * 2 == full["eager_bytes"]
+    assert half["fused_bytes"] * 2 == full["fused_bytes"]
+
+
+def test_fusion_prints_the_measurement_it_is_given():
+    fig, traffic = gl.draw_fusion(_gelu_by_hand, 1024, measured={"eager_s": 0.05, "fused_s": 0.005})
+    assert traffic["measured"] == {"eager_s": 0.05, "fused_s": 0.005}
+    assert any("10.0× faster" in t.get_text() for t in fig.axes[0].texts)
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [(dict(fn=42), "fn="), (dict(fn=lambda x, y: x + y), "fn="),
+     (dict(fn=lambda x: x if x.sum() > 0 else -x), "fn="),
+     (dict(n_elem=0), "n_elem"), (dict(precision="fp8"), "precision"),
+     (dict(spec="Xeon 8380"), "spec"), (dict(measured={"eager_s": 1.0}), "measured"),
+     (dict(measured={"eager_s": 1.0, "fused_s": -1.0}), "measured")],
+)  # fmt: skip
+def test_fusion_refuses_bad_input(kwargs, match):
+    kwargs = {"fn": _gelu_by_hand, "n_elem": 64, **kwargs}
+    with pytest.raises(ValueError, match=match):
+        gl.draw_fusion(**kwargs)
+
+
+def test_fusion_reader_reads_the_recorded_lab(tmp_path):
+    assert recorded.fusion_measurements(tmp_path) is None
+    times = recorded.fusion_measurements(ROOT)
+    if times is None:
+        pytest.skip("the frameworks lab has no recorded fusion measurement")
+    assert times["eager_s"] > times["fused_s"] > 0
+
+
+# --------------------------------------------------------------------------- dispatcher
+
+
+def test_dispatch_log_is_what_the_backend_receives():
+    import torch
+
+    torch.manual_seed(0)
+    layer = torch.nn.Linear(4, 3)
+    x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
+    fig, log = gl.draw_dispatch(lambda: torch.nn.functional.cross_entropy(layer(x), y))
+    assert [c["op"] for c in log["forward"]][:2] == ["t", "addmm"]
+    assert {c["op"]: c["library"] for c in log["forward"]}["addmm"] == "cuBLAS"
+    assert "mm" in [c["op"] for c in log["backward"]]
+    calls = log["forward"] + log["backward"]
+    assert all(c["view"] == (c["op"] in {"t", "view", "detach"}) for c in calls)
+    # One box per call, dashed where it is a view.
+    boxes = [p for p in fig.axes[0].patches if p.get_height() == pytest.approx(0.6)]
+    assert len(boxes) == len(calls)
+    assert sum(p.get_linestyle() == "--" for p in boxes) == sum(c["view"] for c in calls)
+    assert _opaque_white(fig)
+
+
+def test_dispatch_refuses_what_is_not_a_loss():
+    import torch
+
+    with pytest.raises(ValueError, match="forward="):
+        gl.dispatch_log(42)
+    with pytest.raises(ValueError, match="forward=.*requires grad"):
+        gl.dispatch_log(lambda: torch.ones(3).sum())
+    with pytest.raises(ValueError, match="forward=.*one-element"):
+        gl.dispatch_log(lambda: torch.ones(3, requires_grad=True) * 2)
+    with pytest.raises(ValueError, match="title"):
+        gl.draw_dispatch(lambda: torch.ones(1, requires_grad=True).sum(), title=3)

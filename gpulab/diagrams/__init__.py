@@ -7,6 +7,8 @@ lab, and returns the figure together with the data it drew, so tests can check t
 says what the data says.
 
 * :mod:`~gpulab.diagrams.hardware`: CPU against GPU, the memory ladder, the SM;
+* :mod:`~gpulab.diagrams.dispatch`: the operators a forward and backward pass sends to kernels;
+* :mod:`~gpulab.diagrams.fusion`: eager kernels against one fused kernel, bytes per kernel;
 * :mod:`~gpulab.diagrams.kernels`: a launch mapped onto blocks, warps and SMs; tiling;
 * :mod:`~gpulab.diagrams.collectives`: the ring all-reduce simulated step by step; tree vs ring;
 * :mod:`~gpulab.diagrams.parallelism`: ZeRO stages, tensor-parallel linear layers;

@@ -16,6 +16,7 @@ from pathlib import Path
 __all__ = [
     "RECORD_KEY",
     "course_root",
+    "fusion_measurements",
     "input_pipeline_measurements",
     "output_record",
     "pipeline_measurements",
@@ -138,4 +139,26 @@ def input_pipeline_measurements(root) -> dict | None:
             "batch_size": int(batch.group(1)),
             "load_s": 1 / float(ceiling.group(1).replace(",", "")),
         }
+    return None
+
+
+_FUSED_ROW = re.compile(r"^(eager|fused):\s+([\d.]+) ms \(", re.M)
+
+
+def fusion_measurements(root) -> dict | None:
+    """The frameworks lab's eager and ``torch.compile``-fused GELU times, from its recording.
+
+    Returns
+    -------
+    dict or None
+        ``eager_s`` and ``fused_s`` (medians the lab printed to 0.01 ms), or ``None`` when
+        the lab holds no such output (not recorded, or ``torch.compile`` was not usable).
+    """
+    lab = Path(root) / "notebooks" / "frameworks_lab.ipynb"
+    if not lab.is_file():
+        return None
+    for _, text in _outputs(lab):
+        times = {name: float(ms) / 1e3 for name, ms in _FUSED_ROW.findall(text)}
+        if set(times) == {"eager", "fused"} and all(times.values()):
+            return {"eager_s": times["eager"], "fused_s": times["fused"]}
     return None
