@@ -54,6 +54,11 @@ SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
 BUILD_TIMEOUT_S = 1800
+# The chapters' build-time outputs are cached, keyed by their code alone. What they show also
+# comes from the package and from the labs' recordings (read and glued at build time), which
+# that key does not cover: a cache older than any of these is dropped before a build.
+BUILD_CACHE = ROOT / "_build" / ".jupyter_cache"
+CACHE_INPUTS = ("gpulab", "notebooks", "_config.yml")
 TEST_TIMEOUT_S = 3600
 PROBE_TIMEOUT_S = 120
 # pytest-xdist: one worker per core. Which tests share a worker (the book build and the
@@ -354,7 +359,43 @@ def instructor_config(config: dict) -> dict:
     return {**config, "sphinx": sphinx, "execute": execute}
 
 
+def _mtimes(path: Path) -> list[float]:
+    if path.is_file():
+        return [path.stat().st_mtime]
+    return [
+        p.stat().st_mtime
+        for p in path.rglob("*")
+        if p.is_file() and "__pycache__" not in p.parts and ".ipynb_checkpoints" not in p.parts
+    ]
+
+
+def drop_stale_build_cache(
+    cache: Path = BUILD_CACHE, inputs: tuple[str, ...] = CACHE_INPUTS, root: Path = ROOT
+) -> bool:
+    """Remove the chapters' execution cache if anything in ``inputs`` changed after it.
+
+    A chapter whose code did not change is served from the cache, so the test is against the
+    oldest execution the cache holds (``executed/``), not the last build. Returns whether the
+    cache was removed.
+    """
+    if not cache.exists():
+        return False
+    cached = min(_mtimes(cache / "executed") or _mtimes(cache) or [0.0])
+    changed = [name for name in inputs if (root / name).exists()
+               and max(_mtimes(root / name), default=0.0) > cached]  # fmt: skip
+    if not changed:
+        return False
+    say(f"{', '.join(changed)} changed since the chapters last ran: running them again")
+    shutil.rmtree(cache)
+    # Sphinx's record of the pages it read goes too: with it, a page whose text is unchanged
+    # would not be read again, and so would keep its old outputs.
+    for doctrees in (cache.parent / ".doctrees", INSTRUCTOR_OUTPUT / "_build" / ".doctrees"):
+        shutil.rmtree(doctrees, ignore_errors=True)
+    return True
+
+
 def build(python: Path, solutions_open: bool = False) -> int:
+    drop_stale_build_cache(BUILD_CACHE)
     code = "from jupyter_book.cli.main import main; main()"
     cmd = [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
     if not solutions_open:

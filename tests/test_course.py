@@ -38,6 +38,8 @@ def commands(course, monkeypatch):
         return 0
 
     monkeypatch.setattr(course, "run", fake_run)
+    # The real build cache (a developer's _build/) is never touched by these tests.
+    monkeypatch.setattr(course, "BUILD_CACHE", course.Path("/nonexistent/gpulab/.jupyter_cache"))
     return ran
 
 
@@ -327,3 +329,28 @@ def test_the_build_backend_probe(course, tmp_path, setuptools_version, has_wheel
         [sys.executable, "-c", course.BUILD_BACKEND_PROBE], env=env, capture_output=True
     )
     assert (proc.returncode == 0) == ok, proc.stderr
+
+
+def test_a_build_cache_older_than_the_package_or_the_labs_is_dropped(course, tmp_path):
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    (cache / "executed" / "old").mkdir(parents=True)
+    (cache / "executed" / "old" / "base.ipynb").write_text("{}")
+    (cache / "global.db").write_text("cache")
+    (tmp_path / "gpulab").mkdir()
+    (tmp_path / "gpulab" / "model.py").write_text("x = 1")
+    (tmp_path / "notebooks").mkdir()
+    (tmp_path / "notebooks" / "a_lab.ipynb").write_text("{}")
+    inputs = ("gpulab", "notebooks", "_config.yml")  # _config.yml absent: ignored
+    for path in (tmp_path / "gpulab" / "model.py", tmp_path / "notebooks" / "a_lab.ipynb"):
+        os.utime(path, (1_000, 1_000))
+    os.utime(cache / "executed" / "old" / "base.ipynb", (2_000, 2_000))
+    os.utime(cache / "global.db", (4_000, 4_000))  # a later build served it from the cache
+    assert not course.drop_stale_build_cache(cache, inputs, tmp_path)  # nothing newer: kept
+    assert cache.exists()
+    # A lab re-recorded after that chapter ran, even if a build has touched the cache since.
+    os.utime(tmp_path / "notebooks" / "a_lab.ipynb", (3_000, 3_000))
+    (tmp_path / "_build" / ".doctrees").mkdir()
+    assert course.drop_stale_build_cache(cache, inputs, tmp_path)
+    assert not cache.exists()
+    assert not (tmp_path / "_build" / ".doctrees").exists()  # so that every page is read again
+    assert not course.drop_stale_build_cache(cache, inputs, tmp_path)  # no cache: nothing to do
