@@ -49,6 +49,8 @@ _INT_FIELDS = (
     "fp32_lanes_per_sm",
     "tensor_cores_per_sm",
 )
+# No Tensor Cores before Volta; no shared memory kept back by the runtime before 8.0.
+_MAY_BE_ZERO = ("reserved_shared_per_block_bytes", "tensor_cores_per_sm")
 
 
 @dataclass(frozen=True)
@@ -116,22 +118,8 @@ class SmArchitecture:
         ):
             raise ValueError(f"chips={self.chips!r} must be a non-empty tuple of chip names")
         for name in _INT_FIELDS:
-            non_negative_int(name, getattr(self, name))
-        for name in (
-            "warp_size",
-            "max_threads_per_block",
-            "max_threads_per_sm",
-            "max_warps_per_sm",
-            "max_blocks_per_sm",
-            "registers_per_sm",
-            "max_registers_per_thread",
-            "register_allocation_unit",
-            "max_shared_per_sm_bytes",
-            "max_shared_per_block_bytes",
-            "warp_schedulers_per_sm",
-            "fp32_lanes_per_sm",
-        ):
-            positive_int(name, getattr(self, name))
+            check = non_negative_int if name in _MAY_BE_ZERO else positive_int
+            check(name, getattr(self, name))
         if self.l1_shared_per_sm_bytes is not None:
             positive_int("l1_shared_per_sm_bytes", self.l1_shared_per_sm_bytes)
         if self.max_warps_per_sm * self.warp_size != self.max_threads_per_sm:

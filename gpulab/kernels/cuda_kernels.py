@@ -73,39 +73,24 @@ def tiled_matmul(tile: int, *, barrier: bool = True):
     times instead of ``n`` times. ``barrier=False`` leaves out the two ``syncthreads``: the
     bug the chapter demonstrates.
     """
-    if barrier:
 
-        def kernel(A, B, C, n):  # noqa: N803
-            sA = cuda.shared.array((tile, tile), float32)  # noqa: N806
-            sB = cuda.shared.array((tile, tile), float32)  # noqa: N806
-            tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-            row = cuda.blockIdx.y * tile + ty
-            col = cuda.blockIdx.x * tile + tx
-            acc = float32(0.0)
-            for t in range(n // tile):
-                sA[ty, tx] = A[row, t * tile + tx]
-                sB[ty, tx] = B[t * tile + ty, col]
+    def kernel(A, B, C, n):  # noqa: N803
+        sA = cuda.shared.array((tile, tile), float32)  # noqa: N806
+        sB = cuda.shared.array((tile, tile), float32)  # noqa: N806
+        tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
+        row = cuda.blockIdx.y * tile + ty
+        col = cuda.blockIdx.x * tile + tx
+        acc = float32(0.0)
+        for t in range(n // tile):
+            sA[ty, tx] = A[row, t * tile + tx]
+            sB[ty, tx] = B[t * tile + ty, col]
+            if barrier:  # a constant of the closure: every thread takes the same branch
                 cuda.syncthreads()  # the whole tile is loaded before anyone reads it
-                for k in range(tile):
-                    acc += sA[ty, k] * sB[k, tx]
+            for k in range(tile):
+                acc += sA[ty, k] * sB[k, tx]
+            if barrier:
                 cuda.syncthreads()  # everyone is done with it before it is overwritten
-            C[row, col] = acc
-
-    else:
-
-        def kernel(A, B, C, n):  # noqa: N803
-            sA = cuda.shared.array((tile, tile), float32)  # noqa: N806
-            sB = cuda.shared.array((tile, tile), float32)  # noqa: N806
-            tx, ty = cuda.threadIdx.x, cuda.threadIdx.y
-            row = cuda.blockIdx.y * tile + ty
-            col = cuda.blockIdx.x * tile + tx
-            acc = float32(0.0)
-            for t in range(n // tile):
-                sA[ty, tx] = A[row, t * tile + tx]
-                sB[ty, tx] = B[t * tile + ty, col]
-                for k in range(tile):
-                    acc += sA[ty, k] * sB[k, tx]
-            C[row, col] = acc
+        C[row, col] = acc
 
     kernel.__name__ = f"tiled_matmul_{tile}" + ("" if barrier else "_no_barrier")
     return kernel
