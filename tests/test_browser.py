@@ -461,6 +461,20 @@ def pages(book_html: Path, root: Path) -> list[BookPage]:
     return found
 
 
+def _offline_context(browser):
+    """A browser context in which every request off 127.0.0.1 is aborted (not recorded)."""
+    context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if urlsplit(route.request.url).hostname == LOCAL_HOST
+            else route.abort("blockedbyclient")
+        ),
+    )
+    return context
+
+
 def _visit_all(browser, base_url: str, pages: list[BookPage]) -> dict[str, PageReport]:
     """Open each page once, with every request off 127.0.0.1 aborted and recorded."""
     context = browser.new_context(viewport=VIEWPORT, service_workers="block")
@@ -526,15 +540,7 @@ def screenshots(browser, base_url: str, pages: list[BookPage], root: Path):
         if not rels:
             return []
         folder.mkdir(parents=True, exist_ok=True)
-        context = browser.new_context(viewport=VIEWPORT, service_workers="block")
-        context.route(
-            "**/*",
-            lambda route: (
-                route.continue_()
-                if urlsplit(route.request.url).hostname == LOCAL_HOST
-                else route.abort("blockedbyclient")
-            ),
-        )
+        context = _offline_context(browser)
         saved = []
         try:
             for rel in rels:
@@ -890,7 +896,7 @@ def test_recording_tabs_switch_outputs_in_both_themes(browser, base_url, book_ht
     folder.mkdir(exist_ok=True)
     html = re.sub(r"(<main[^>]*>)", lambda m: m.group(1) + tabs, template, count=1)
     (folder / "tabs.html").write_text(html, encoding="utf-8")
-    context = browser.new_context(viewport=VIEWPORT, service_workers="block")
+    context = _offline_context(browser)
     context.set_default_timeout(STEP_TIMEOUT_MS)
     try:
         page = context.new_page()
@@ -1029,15 +1035,7 @@ def diagram_reports(browser, base_url, pages) -> dict[tuple[str, str, str], dict
         pytest.skip("no chapter declares a diagram (fig-*-diagram-*)")
     reports = {}
     for theme in THEMES:
-        context = browser.new_context(viewport=VIEWPORT, service_workers="block")
-        context.route(
-            "**/*",
-            lambda route: (
-                route.continue_()
-                if urlsplit(route.request.url).hostname == LOCAL_HOST
-                else route.abort("blockedbyclient")
-            ),
-        )
+        context = _offline_context(browser)
         try:
             for page_info, names in with_diagrams:
                 page = context.new_page()
