@@ -53,149 +53,35 @@ from __future__ import annotations
 
 import importlib
 
-# These three functions share their module's name. Binding them now, before anything can
-# import the submodule, keeps ``gl.check`` the function rather than the module.
-from gpulab.check import check as check
-from gpulab.provenance import provenance as provenance
-from gpulab.train import train as train
-
-__version__ = "0.1.0"
+from gpulab._version import __version__ as __version__
 
 # Public name -> the module (under gpulab) that defines it; loaded on first use (PEP 562).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "bench": (
-        "benchmark",
-        "BenchResult",
-        "Stopwatch",
-        "synchronize",
-        "timer",
-    ),
-    "check": (
-        "check",
-        "CheckResult",
-    ),
-    "claims": (
-        "claim",
-        "Claim",
-        "ClaimError",
-        "recorded_number",
-    ),
-    "chooser": (
-        "DeviceOption",
-        "EXAMPLE_PRICES",
-        "ExamplePrice",
-        "plan_training",
-        "run_cost",
-        "TrainingPlan",
-        "transformer_activation_bytes",
-    ),
-    "comms": (
+    "costmodels.chooser": ("EXAMPLE_PRICES", "plan_training", "transformer_activation_bytes"),
+    "costmodels.comms": (
         "allgather_time",
-        "allreduce_bytes_per_rank",
         "allreduce_time",
         "broadcast_time",
         "bus_bandwidth",
-        "collective_time",
-        "COLLECTIVES",
         "dp_step_time",
         "fit_alpha_beta",
-        "Interconnect",
-        "interconnect",
-        "list_interconnects",
         "reduce_scatter_time",
-        "StepTime",
     ),
-    "cpu": (
-        "cpu_cores",
-        "cpu_model",
-        "CpuPeak",
-        "estimate_cpu_peak",
-        "measure_memory_bandwidth",
-    ),
-    "datasets": ("SyntheticDataset",),
-    "device": (
-        "advice",
-        "best_device",
-        "detect_device",
-        "DeviceInfo",
-        "doctor",
-        "in_colab",
-    ),
-    "diagrams.collectives": (
-        "draw_ring_allreduce",
-        "draw_tree_vs_ring",
-        "RingStep",
-        "simulate_ring_allreduce",
-    ),
-    "diagrams.dispatch": (
-        "dispatch_log",
-        "draw_dispatch",
-    ),
-    "diagrams.fusion": (
-        "draw_fusion",
-        "FUSION_PRECISIONS",
-        "fusion_traffic",
-    ),
-    "diagrams.hardware": (
-        "draw_cpu_vs_gpu",
-        "draw_memory_ladder",
-        "draw_sm_anatomy",
-        "memory_ladder",
-        "MemoryLevel",
-    ),
-    "diagrams.kernels": (
-        "draw_launch_mapping",
-        "draw_tiling",
-        "tile_loads",
-        "WARP_SIZE",
-    ),
-    "diagrams.parallelism": (
-        "draw_tensor_parallel",
-        "draw_zero_stages",
-    ),
-    "diagrams.schedules": (
-        "draw_input_pipeline",
-        "draw_pipeline_gantt",
-        "PipelineOp",
-        "PipelineSchedule",
-        "SCHEDULES",
-        "simulate_pipeline",
-        "stage_times_from_measurement",
-    ),
-    "distributed": (
-        "dist_plan",
-        "DistPlan",
-        "launch_env",
-        "LaunchResult",
-        "torchrun",
-    ),
-    "energy": (
-        "assumed_power",
-        "cpu_watts_per_core",
-        "ENERGY_METHODS",
-        "EnergyMeter",
-        "measure_energy",
-        "PowerAssumption",
-    ),
-    "extrapolate": ("plot_extrapolation",),
-    "flops": (
-        "eager_cost",
+    "costmodels.flops": (
         "conv2d_flops",
         "count_flops",
+        "eager_cost",
         "linear_flops",
         "matmul_flops",
     ),
-    "inference": (
+    "costmodels.inference": (
         "decode_estimate",
-        "DecodeEstimate",
         "generation_timing",
-        "GenerationTiming",
         "kv_cache_bytes",
         "model_kv_cache_bytes",
-        "WEIGHT_FORMATS",
         "weight_bytes",
     ),
-    "memory": (
+    "costmodels.memory": (
         "activation_bytes",
         "bytes_per_param",
         "estimate_step_memory",
@@ -203,128 +89,67 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "gpus_that_fit",
         "measure_training_memory",
         "memory_report",
-        "MemoryEstimate",
         "OPTIMIZERS",
-        "optimizer_temporaries_bytes",
     ),
-    "occupancy_calc": (
-        "matmul_waves",
-        "occupancy",
-        "Occupancy",
-        "WavePrediction",
-    ),
-    "parallel": (
+    "costmodels.parallelism": (
         "amdahl_speedup",
-        "pipeline_bubble",
-        "scaling_curve",
-        "sharded_memory",
-        "ShardedMemory",
-    ),
-    "parallelism": (
         "context_parallel_bytes",
         "expert_parallel_bytes",
         "layer_activation_bytes",
-        "ParallelPlan",
+        "pipeline_bubble",
         "pipeline_inflight_microbatches",
-        "RECOMPUTE",
-        "SCHEDULES",
+        "scaling_curve",
+        "sharded_memory",
+        "simulate_pipeline",
+        "stage_times_from_measurement",
         "suggest_parallelism",
         "tensor_parallel_comm",
-        "TensorParallelComm",
     ),
-    "plotting": (
-        "COLORS",
-        "course_style",
-        "plot_measured_vs_predicted",
-        "plot_spec_trend",
-        "tidy_point_labels",
-        "use_course_style",
-    ),
-    "precision": (
-        "PEAK_PRECISIONS",
-        "PRECISIONS",
-        "TRAINING_PRECISIONS",
-        "compute_bytes",
-        "peak_precision",
-        "supported_precisions",
-        "tf32",
-    ),
-    "provenance": (
-        "provenance",
-        "provenance_line",
-        "seed_everything",
-    ),
-    "report": (
-        "run_bench",
-        "validate_report",
-    ),
-    "roofline": (
+    "costmodels.published_models": ("get_model", "NAMED_MODELS"),
+    "costmodels.roofline": (
         "arithmetic_intensity",
         "attainable_flops",
         "Ceilings",
         "measure_ceilings",
         "plot_roofline",
         "predict_time",
-        "Prediction",
         "roofline_readout",
         "RooflinePoint",
     ),
-    "scoreboard": ("Scoreboard",),
-    "simt": (
-        "Dim3",
-        "KernelCounts",
-        "launch",
-        "simulate",
-        "thread_map",
-        "ThreadContext",
-    ),
-    "sizing": ("scale",),
-    "sm": (
-        "list_sm_architectures",
-        "sm_architecture",
-        "SmArchitecture",
-    ),
-    "specs": (
-        "DeviceSpec",
-        "find_spec",
-        "get_spec",
-        "list_specs",
-    ),
-    "train": (
-        "train",
-        "TrainStats",
-    ),
-    "training_time": (
+    "costmodels.training_time": (
         "DEFAULT_UTILISATION",
         "epoch_seconds",
-        "get_model",
         "gradient_bytes",
-        "IMAGENET_1K_TRAIN_IMAGES",
-        "NAMED_MODELS",
-        "NamedModel",
-        "resnet_training_job",
-        "scaling_estimate",
-        "ScalingEstimate",
-        "TIME_PRECISIONS",
-        "time_to_train",
-        "TimeToTrain",
-        "training_flops_per_sample",
-        "training_flops_per_token",
-        "training_precision",
-        "TrainingJob",
-        "transformer_training_job",
-    ),
-    "units": (
-        "format_bytes",
-        "format_duration",
-        "format_rate",
-    ),
-    "utilisation": (
         "hfu",
         "mfu",
         "recompute_flops",
+        "resnet_training_job",
+        "scaling_estimate",
+        "time_to_train",
+        "training_flops_per_sample",
+        "transformer_training_job",
     ),
-    "widgets": (
+    "hardware.interconnects": ("Interconnect", "interconnect", "list_interconnects"),
+    "hardware.precision": ("PEAK_PRECISIONS", "PRECISIONS", "TRAINING_PRECISIONS"),
+    "hardware.sm": ("sm_architecture",),
+    "hardware.specs": ("find_spec", "get_spec", "list_specs"),
+    "kernels.occupancy": ("matmul_waves", "occupancy"),
+    "kernels.simulator": ("launch", "simulate", "thread_map"),
+    "labkit.answers": ("check",),
+    "labkit.claims": ("claim", "recorded_number"),
+    "labkit.datasets": ("SyntheticDataset",),
+    "labkit.launcher": ("dist_plan", "torchrun"),
+    "labkit.plotting": (
+        "COLORS",
+        "plot_extrapolation",
+        "plot_measured_vs_predicted",
+        "plot_spec_trend",
+        "tidy_point_labels",
+        "use_course_style",
+    ),
+    "labkit.scoreboard": ("Scoreboard",),
+    "labkit.training_loop": ("train",),
+    "labkit.widgets": (
         "chooser_widget",
         "memory_calculator",
         "occupancy_calculator",
@@ -332,18 +157,52 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
         "roofline_explorer",
         "scaling_calculator",
     ),
+    "measure.bench": ("benchmark", "synchronize", "timer"),
+    "measure.cpu": ("estimate_cpu_peak", "measure_memory_bandwidth"),
+    "measure.device": (
+        "best_device",
+        "detect_device",
+        "DeviceInfo",
+        "doctor",
+        "scale",
+        "supported_precisions",
+        "tf32",
+    ),
+    "measure.energy": ("measure_energy",),
+    "measure.provenance": ("provenance", "provenance_line", "seed_everything"),
+    "units": ("format_bytes", "format_duration", "format_rate"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
-_WHERE["setup_lab"] = "__init__"
 
-__all__ = sorted([*_WHERE, "__version__"], key=lambda name: (name.lower(), name))
+#: Subpackages and modules reachable as attributes (``gl.diagrams.draw_fusion``,
+#: ``gl.networks.resnet50``, ``gl.costmodels.memory.MemoryEstimate``), imported on first use.
+_SUBMODULES = {
+    "costmodels": "costmodels",
+    "course": "course",
+    "diagrams": "diagrams",
+    "envs": "labkit.envs",
+    "hardware": "hardware",
+    "kernels": "kernels",
+    "labkit": "labkit",
+    "measure": "measure",
+    "networks": "labkit.networks",
+}
+
+# In __all__: the modules a learner calls into directly. The others are reachable too.
+_LEARNER_MODULES = ("diagrams", "envs", "networks")
+
+__all__ = sorted(
+    [*_WHERE, *_LEARNER_MODULES, "__version__", "setup_lab"], key=lambda n: (n.lower(), n)
+)
 
 
 def __getattr__(name: str):
-    module = _WHERE.get(name)
-    if module is None or module == "__init__":
+    if name in _SUBMODULES:
+        value = importlib.import_module(f"gpulab.{_SUBMODULES[name]}")
+    elif name in _WHERE:
+        value = getattr(importlib.import_module(f"gpulab.{_WHERE[name]}"), name)
+    else:
         raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"gpulab.{module}"), name)
     globals()[name] = value  # later look-ups skip this function
     return value
 
@@ -356,11 +215,11 @@ def setup_lab(seed: int = 0):
     """What every lab's first cell calls: seed, apply the plot style, report the device.
 
     Prints one line naming the device the lab will use, so the recorded outputs say
-    where they came from. Returns the :class:`DeviceInfo`.
+    where they came from. Returns the :class:`~gpulab.measure.device.DeviceInfo`.
     """
-    from gpulab.device import detect_device
-    from gpulab.plotting import use_course_style
-    from gpulab.provenance import seed_everything
+    from gpulab.labkit.plotting import use_course_style
+    from gpulab.measure.device import detect_device
+    from gpulab.measure.provenance import seed_everything
 
     seed_everything(seed)
     use_course_style()

@@ -15,14 +15,14 @@ from gpulab.course import cli as course_cli
 
 
 def _doctor(_: argparse.Namespace) -> int:
-    from gpulab.device import doctor
+    from gpulab.measure.device import doctor
 
     doctor()
     return 0
 
 
 def _specs(args: argparse.Namespace) -> int:
-    from gpulab.specs import list_specs
+    from gpulab.hardware.specs import list_specs
 
     for s in list_specs(args.kind):
         bw = f"{s.memory_bandwidth / 1e9:,.0f} GB/s" if s.memory_bandwidth else "-"
@@ -34,7 +34,7 @@ def _specs(args: argparse.Namespace) -> int:
 def _bench(args: argparse.Namespace) -> int:
     import json
 
-    from gpulab.report import run_bench
+    from gpulab.measure.bench_report import run_bench
 
     report = run_bench(
         quick=args.quick, notes=args.notes, progress=lambda name: print(f"measuring {name}...")

@@ -27,7 +27,6 @@ __all__ = [
     "path",
     "positive_int",
     "positive_number",
-    "resolve_spec",
     "sentences",
     "text",
 ]
@@ -212,43 +211,6 @@ def choice(name: str, value, allowed: Collection):
             f"{name}={value!r} is not known; use one of {', '.join(map(repr, allowed))}"
         )
     return value
-
-
-def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):
-    """A registry entry from a :class:`~gpulab.specs.DeviceSpec` or a forgiving name.
-
-    Unknown or ambiguous names raise ``ValueError`` naming the parameter and listing the
-    close registry names; ``kinds`` (e.g. ``("gpu",)``) restricts what is accepted.
-
-    Examples
-    --------
-    >>> resolve_spec("spec", "t4").name
-    'Tesla T4'
-    >>> resolve_spec("spec", "Z9000")  # doctest: +ELLIPSIS
-    Traceback (most recent call last):
-    ...
-    ValueError: spec='Z9000': no device called 'Z9000' in the registry; close names: ...
-    """
-    from gpulab.specs import DeviceSpec, _lookup
-
-    if isinstance(value, DeviceSpec):
-        spec = value
-    elif isinstance(value, str):
-        try:
-            spec = _lookup(value)
-        except ValueError as exc:
-            raise ValueError(f"{name}={value!r}: {exc}") from None
-    else:
-        raise ValueError(
-            f"{name}={value!r} must be a registry name such as 'A100 80GB' or a DeviceSpec "
-            "(gl.list_specs() lists them)"
-        )
-    if kinds is not None and spec.kind not in kinds:
-        raise ValueError(
-            f"{name}={value!r} is a {spec.kind.upper()} ({spec.name}); "
-            f"this needs a {' or '.join(k.upper() for k in kinds)}"
-        )
-    return spec
 
 
 def path(name: str, value, *, must_exist: bool = False, kind: str | None = None) -> Path:

@@ -71,7 +71,7 @@ class _Properties:
 
 
 def _from_registry(driver_name: str, capability: tuple[int, int], registry_name: str):
-    from gpulab.specs import get_spec
+    from gpulab.hardware.specs import get_spec
 
     spec = get_spec(registry_name)
     return FakeGpu(driver_name, capability, int(spec.memory_bytes), spec.sm_count, registry_name)
@@ -150,7 +150,7 @@ def install_fake_gpu(
         monkeypatch.setattr(torch.cuda, attr, value)
     monkeypatch.setattr(torch.version, "cuda", cuda)
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
-    monkeypatch.setattr("gpulab.device._installed_cupy_package", lambda: cupy_package)
+    monkeypatch.setattr("gpulab.measure.device._installed_cupy_package", lambda: cupy_package)
     monkeypatch.setitem(sys.modules, "cupy", _fake_cupy() if cupy_package else None)
     return gpu
 

@@ -529,7 +529,7 @@ KINDS: dict[str, dict] = {
         "alpha_s": "nonneg",
     },
     "interconnect": {"name": "link"},
-    "Interconnect": {"bandwidth_gbs": "pos", "latency_us": "nonneg", "year": "count"},
+    "Interconnect": {"bandwidth": "pos", "latency_s": "nonneg", "year": "count"},
     "StepTime": {"n_gpus": "count"},
     "amdahl_speedup": {"n_gpus": "count", "serial_fraction": "frac"},
     "pipeline_bubble": {"n_stages": "count", "n_microbatches": "count"},

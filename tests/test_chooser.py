@@ -1,6 +1,6 @@
 """The GPU chooser's arithmetic, checked by hand, and its rejection of bad inputs.
 
-Its times come from gpulab.training_time (tests/test_training_time.py checks that model);
+Its times come from gpulab.costmodels.training_time (tests/test_training_time.py checks that model);
 the widget is tested in tests/test_widgets.py.
 """
 
@@ -136,7 +136,7 @@ def test_example_prices_are_derived_from_the_cited_costs():
 
 
 def test_cnn_activations_come_from_a_real_forward_pass():
-    pytest.importorskip("gpulab.models")
+    pytest.importorskip("gpulab.labkit.networks")
     small = gl.plan_training("ResNet-50", batch_size=2, image_size=64, specs=["T4"])
     large = gl.plan_training("ResNet-50", batch_size=6, image_size=64, specs=["T4"])
     assert "real forward pass" in small.notes[0]
@@ -148,7 +148,7 @@ def test_cnn_activations_come_from_a_real_forward_pass():
 def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
     import dataclasses
 
-    import gpulab.chooser as chooser
+    import gpulab.costmodels.chooser as chooser
 
     h100 = gl.get_spec("H100 SXM")
     future = dataclasses.replace(h100, name="Future X1", status="announced", memory_bytes=1e12)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gpulab as gl
-from gpulab.claims import CLAIM_TAG
+from gpulab.labkit.claims import CLAIM_TAG
 
 #: Labs whose measured-claim sentences are generated or asserted, and how many tagged cells
 #: each has at least. A lab leaves this list only by losing its claims, which is a choice.

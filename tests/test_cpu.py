@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import gpulab as gl
-from gpulab import cpu
+from gpulab.measure import cpu
 
 
 def test_peak_formula_avx512_two_fma_units():

@@ -5,7 +5,7 @@ import sys
 import pytest
 
 import gpulab as gl
-from gpulab import device
+from gpulab.measure import device
 
 
 def test_detect_device_on_this_machine_is_consistent():

@@ -78,7 +78,7 @@ def test_draw_ring_refuses_bad_sizes():
 def test_tree_vs_ring_curves_are_the_cost_model():
     fig, curves = gl.draw_tree_vs_ring("InfiniBand HDR", n_gpus=64)
     link = gl.interconnect("InfiniBand HDR")
-    kw = dict(alpha_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth_gbs * 1e9)
+    kw = dict(alpha_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth)
     drawn = zip(curves["sizes_bytes"], curves["ring_s"], curves["tree_s"], strict=True)
     for n, ring, tree in drawn:
         assert ring == gl.allreduce_time(n, 64, algorithm="ring", **kw)
@@ -295,10 +295,10 @@ def test_ladder_values_equal_the_registry():
     )
     assert by_name["registers"].capacity_bytes == 65536 * 4 * spec.sm_count
     assert by_name["host memory over PCIe"].bandwidth_bytes_per_s == (
-        gl.interconnect("PCIe Gen5").bandwidth_gbs * 1e9
+        gl.interconnect("PCIe Gen5").bandwidth
     )
     network = levels[-1]
-    assert network.bandwidth_bytes_per_s == gl.interconnect("InfiniBand NDR").bandwidth_gbs * 1e9
+    assert network.bandwidth_bytes_per_s == gl.interconnect("InfiniBand NDR").bandwidth
     assert all(lv.source_url.startswith("https://") for lv in levels)
     # Every published figure is a bar, at its value; the others say so.
     cap_ax, bw_ax = fig.axes

@@ -6,7 +6,7 @@ import textwrap
 import pytest
 
 import gpulab as gl
-from gpulab.distributed import _rank_error, _root_cause
+from gpulab.labkit.launcher import _rank_error, _root_cause
 
 pytest.importorskip("torch.distributed.run")
 
@@ -231,7 +231,7 @@ def test_fsdp_width_fits_each_gpus_memory(fake_gpu, name):
 
 def test_cpu_ranks_share_the_hosts_memory(fake_gpu, monkeypatch):
     fake_gpu("A100", n_gpus=1)  # one GPU: the ranks run on the CPU, sized by host RAM
-    monkeypatch.setattr("gpulab.distributed.host_memory_bytes", lambda: int(12.7e9))  # Colab
+    monkeypatch.setattr("gpulab.labkit.launcher.host_memory_bytes", lambda: int(12.7e9))  # Colab
     plan = gl.dist_plan()
     assert plan.memory_bytes() == int(12.7e9) // 2
     width = plan.fit_width(8192, 16)
@@ -241,6 +241,6 @@ def test_cpu_ranks_share_the_hosts_memory(fake_gpu, monkeypatch):
 
 
 def test_host_memory_is_read_from_the_system():
-    from gpulab.distributed import host_memory_bytes
+    from gpulab.labkit.launcher import host_memory_bytes
 
     assert host_memory_bytes() > 2**27  # a real machine has more than 128 MiB

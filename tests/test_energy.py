@@ -143,7 +143,7 @@ def test_no_permission_falls_back_to_an_estimate_naming_the_reason(capsys):
 
 
 def test_pynvml_not_installed_is_explained(monkeypatch, capsys):
-    monkeypatch.setattr("gpulab.energy._default_nvml", lambda: None)
+    monkeypatch.setattr("gpulab.measure.energy._default_nvml", lambda: None)
     with gl.measure_energy("cuda", spec="V100") as m:
         pass
     assert "pip install nvidia-ml-py" in capsys.readouterr().out
@@ -217,8 +217,8 @@ def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
     """The order on entry: the warm-up, a synchronization, and only then the counter."""
     events = []
     clock = iter([10.0, 14.0])  # a fake clock: the block starts at 10 s and ends at 14 s
-    monkeypatch.setattr("gpulab.energy.time.perf_counter", lambda: next(clock))
-    monkeypatch.setattr("gpulab.bench.synchronize", lambda *a, **k: events.append("sync"))
+    monkeypatch.setattr("gpulab.measure.energy.time.perf_counter", lambda: next(clock))
+    monkeypatch.setattr("gpulab.measure.bench.synchronize", lambda *a, **k: events.append("sync"))
 
     class OrderedNvml(FakeNvml):
         def nvmlDeviceGetTotalEnergyConsumption(self, handle):

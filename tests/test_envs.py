@@ -5,8 +5,8 @@ import random
 import pytest
 import torch
 
-from gpulab.envs import TicTacToe, evaluate, reference_step, rollout
-from gpulab.models import PolicyNet
+from gpulab.labkit.envs import TicTacToe, evaluate, reference_step, rollout
+from gpulab.labkit.networks import PolicyNet
 
 
 def random_actions(boards, rng, illegal_rate):

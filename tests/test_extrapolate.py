@@ -1,6 +1,6 @@
 """The figure "from our measurement to the full-scale prediction".
 
-The predictions it draws come from gpulab.training_time (tests/test_training_time.py).
+The predictions it draws come from gpulab.costmodels.training_time (tests/test_training_time.py).
 """
 
 import matplotlib

@@ -157,7 +157,8 @@ PEAK_CONFIGS = [
     pytest.param(lambda: _mlp(256), (128, 784), "sgd", "bf16", id="mlp256-b128-bf16-sgd"),
 ]
 
-#: The accuracy the course states for the step-memory model on a CPU (see gpulab/memory.py).
+#: The accuracy the course states for the step-memory model on a CPU
+#: (see gpulab/costmodels/memory.py).
 PEAK_TOLERANCE = 0.10
 
 

@@ -4,7 +4,7 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from gpulab.models import (
+from gpulab.labkit.networks import (
     BERT_BASE,
     BasicBlock,
     Bottleneck,

@@ -34,7 +34,7 @@ def test_import_gpulab_loads_no_plotting_widgets_or_course_tools():
 
 def test_first_use_loads_only_what_it_needs():
     loaded = _modules_after("import gpulab as gl\ngl.get_spec('t4')")
-    assert "gpulab.specs" in loaded
+    assert "gpulab.hardware.specs" in loaded
     assert not loaded & {"matplotlib.pyplot", "gpulab.course", "torch"}
 
 
@@ -46,13 +46,12 @@ def test_every_public_name_resolves_to_what_it_names(name):
 
 
 def test_names_shared_with_their_module_stay_functions_after_the_module_is_imported():
-    import gpulab.check
-    import gpulab.provenance
-    import gpulab.train  # noqa: F401
+    import gpulab.labkit.answers
+    import gpulab.labkit.training_loop  # noqa: F401
 
-    assert callable(gl.check) and gl.check.__module__ == "gpulab.check"
-    assert callable(gl.train) and gl.train.__module__ == "gpulab.train"
-    assert callable(gl.provenance) and gl.provenance.__module__ == "gpulab.provenance"
+    assert callable(gl.check) and gl.check.__module__ == "gpulab.labkit.answers"
+    assert callable(gl.train) and gl.train.__module__ == "gpulab.labkit.training_loop"
+    assert callable(gl.provenance) and gl.provenance.__module__ == "gpulab.measure.provenance"
 
 
 def test_unknown_attribute_is_an_attribute_error():
@@ -61,7 +60,8 @@ def test_unknown_attribute_is_an_attribute_error():
 
 
 def test_launch_is_the_grid_simulator_and_torchrun_lives_in_distributed():
-    from gpulab import distributed, simt
+    from gpulab.kernels import simulator as simt
+    from gpulab.labkit import launcher as distributed
 
     assert gl.launch is simt.launch
     assert gl.torchrun is distributed.torchrun

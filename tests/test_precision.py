@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from gpulab.precision import supported_precisions, tf32
+from gpulab.measure.device import supported_precisions, tf32
 
 
 def _new_api(monkeypatch, matmul="none", conv="tf32"):

@@ -53,7 +53,7 @@ def test_record_all_writes_a_bench_report(tmp_path, monkeypatch):
     labs.mkdir()
     _lab(labs, "a", ["print(1)"])
     report = {"provenance": {"date": "2026-12-03", "device": "NVIDIA H200; torch 2.9"}, "x": 1}
-    monkeypatch.setattr("gpulab.report.run_bench", lambda **_: report)
+    monkeypatch.setattr("gpulab.measure.bench_report.run_bench", lambda **_: report)
     rec.record_all(labs, results=tmp_path / "results", progress=lambda _: None)
     written = tmp_path / "results" / "2026-12-03-nvidia-h200.json"
     assert json.loads(written.read_text()) == report

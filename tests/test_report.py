@@ -6,9 +6,9 @@ import json
 import pytest
 
 import gpulab as gl
-from gpulab import report as rep
 from gpulab.__main__ import main
 from gpulab.course import gallery
+from gpulab.measure import bench_report as rep
 
 
 @pytest.fixture(scope="module")

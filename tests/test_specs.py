@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 
 import gpulab as gl
-from gpulab.specs import _match_driver_name
+from gpulab.hardware.specs import match_driver_name
 
 DATA = Path(gl.__file__).parent / "data" / "gpu_specs.csv"
 
@@ -157,12 +157,12 @@ def test_a_pcie_card_never_gets_an_sxm_modules_figures():
 
 
 def test_a_missing_part_says_which_entries_were_refused_and_why():
-    spec, why = _match_driver_name("NVIDIA A100-PCIE-40GB")
+    spec, why = match_driver_name("NVIDIA A100-PCIE-40GB")
     assert spec is None
     assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in why
     assert "A100 80GB PCIe has 80 GB, not 40 GB" in why
     assert (
-        "Tesla V100 SXM2 32GB has 32 GB, not 16 GB" in _match_driver_name("Tesla V100-SXM2-16GB")[1]
+        "Tesla V100 SXM2 32GB has 32 GB, not 16 GB" in match_driver_name("Tesla V100-SXM2-16GB")[1]
     )
     with pytest.raises(ValueError, match="device_name=None must be a name"):
         gl.find_spec(None)

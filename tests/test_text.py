@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from gpulab.text import CharVocab, course_text, mask_tokens
+from gpulab.labkit.corpus import CharVocab, course_text, mask_tokens
 
 
 def test_course_text_reads_the_chapters_or_falls_back_to_the_package(root, tmp_path, monkeypatch):

@@ -7,7 +7,7 @@ from torch import nn
 
 import gpulab as gl
 
-TRAIN_MODULE = importlib.import_module("gpulab.train")  # gl.train is the function
+TRAIN_MODULE = importlib.import_module("gpulab.labkit.training_loop")  # gl.train is the function
 
 CPU = {"device": "cpu", "progress": False}
 

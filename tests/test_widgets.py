@@ -7,7 +7,7 @@ import sys
 import pytest
 
 import gpulab as gl
-from gpulab.widgets import _parallelism_report
+from gpulab.labkit.widgets import _parallelism_report
 
 SENTENCE = "needs ipywidgets, which is not installed here (pip install ipywidgets)"
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from gpulab.report import MIN_SAMPLES_FOR_SPREAD, validate_report
+from gpulab.measure.bench_report import MIN_SAMPLES_FOR_SPREAD, validate_report
 from gpulab.units import format_rate
 
 __all__ = ["MIN_SAMPLES_FOR_SPREAD", "gallery_table", "load_reports", "plot_reports"]
@@ -109,7 +109,7 @@ def plot_reports(reports: list[dict]):
     import matplotlib as mpl
     import matplotlib.pyplot as plt
 
-    from gpulab.plotting import COLORS
+    from gpulab.labkit.plotting import COLORS
 
     if not reports:
         raise ValueError("reports=[] is empty: nothing to plot")

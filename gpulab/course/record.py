@@ -25,7 +25,7 @@ from pathlib import Path
 
 from gpulab.course.labs import PROVENANCE_TAG
 from gpulab.course.recordings import RECORDINGS_FOLDER, recording_path
-from gpulab.provenance import provenance, provenance_line
+from gpulab.measure.provenance import provenance, provenance_line
 
 __all__ = ["RecordingError", "record_all", "record_notebook"]
 
@@ -200,7 +200,7 @@ def record_all(
         progress(f"  {record['device']}: {record['run_time_s']} s")
         records.append(record)
     if results is not None:
-        from gpulab.report import run_bench
+        from gpulab.measure.bench_report import run_bench
 
         out_dir = check_path("results", results)
         progress("measuring the standard benchmarks (python -m gpulab bench) ...")

@@ -20,7 +20,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.provenance import provenance_line
+from gpulab.measure.provenance import provenance_line
 from gpulab.units import format_duration
 
 __all__ = [

@@ -1,6 +1,6 @@
 """Student copies of the labs: the worked solutions taken out, everything else kept.
 
-The course's convention for exercises in a lab (see :mod:`gpulab.check`):
+The course's convention for exercises in a lab (see :mod:`gpulab.labkit.answers`):
 
 * a code cell tagged ``solution`` holds the worked answer as ``answer = ...``. Its first line,
   ``# Exercise N: <question>``, stays in the student copy; the rest of the cell (the

@@ -6,7 +6,7 @@ import matplotlib as mpl
 import matplotlib.patches
 import matplotlib.pyplot as plt
 
-from gpulab.plotting import _STYLE, COLORS
+from gpulab.labkit.plotting import COLORS, COURSE_STYLE
 
 #: Colours of the diagrams: the course's palette plus a neutral grey for idle or waiting time.
 PALETTE = {
@@ -20,7 +20,7 @@ PALETTE = {
 
 def new_figure(nrows: int = 1, ncols: int = 1, *, figsize=(7.0, 4.0), **kwargs):
     """A figure in the course style with an opaque white background (readable on any theme)."""
-    with mpl.rc_context({**_STYLE, "axes.grid": False}):
+    with mpl.rc_context({**COURSE_STYLE, "axes.grid": False}):
         fig, axes = plt.subplots(nrows, ncols, figsize=figsize, **kwargs)
     fig.patch.set_facecolor("white")
     fig.patch.set_alpha(1.0)

@@ -1,4 +1,4 @@
-"""The ring all-reduce simulated in NumPy and drawn step by step; ring against tree.
+"""The ring all-reduce drawn step by step from its simulation; ring against tree.
 
 The simulation moves real numbers: each rank starts with its own vector, cut into one chunk
 per rank. In ``p - 1`` reduce-scatter steps each rank sends one chunk to its right-hand
@@ -9,108 +9,14 @@ is made from the recorded states, and the final state is the all-reduced vector.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 
-from gpulab._checks import choice, positive_int
-from gpulab.comms import _lookup as _link_lookup
-from gpulab.comms import allreduce_time
+from gpulab._checks import positive_int
+from gpulab.costmodels.comms import allreduce_time, simulate_ring_allreduce
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
+from gpulab.hardware.interconnects import resolve_link
 
-__all__ = ["RingStep", "simulate_ring_allreduce", "draw_ring_allreduce", "draw_tree_vs_ring"]
-
-
-@dataclass(frozen=True)
-class RingStep:
-    """One step of the ring: what was sent, and every rank's buffer after it.
-
-    Attributes
-    ----------
-    phase : str
-        ``"start"``, ``"reduce-scatter"`` or ``"all-gather"``.
-    sends : tuple of (src, dst, chunk)
-        The chunk index each rank sent to its neighbour in this step.
-    buffers : ndarray, shape (p, n)
-        Every rank's buffer after the step.
-    contributions : ndarray of int, shape (p, p)
-        ``contributions[r, c]``: how many ranks' inputs chunk ``c`` on rank ``r`` sums.
-    """
-
-    phase: str
-    sends: tuple
-    buffers: np.ndarray
-    contributions: np.ndarray
-
-    def __post_init__(self) -> None:
-        choice("phase", self.phase, ("start", "reduce-scatter", "all-gather"))
-
-
-def _values(values) -> np.ndarray:
-    try:
-        array = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"values={values!r:.60} must be a 2-D array of numbers, one row per rank"
-        ) from None
-    if isinstance(values, (str, bytes)) or array.ndim != 2:
-        raise ValueError(f"values={values!r:.60} must be a 2-D array, one row per rank")
-    p, n = array.shape
-    if p < 2 or n < p:
-        raise ValueError(
-            f"values has shape {array.shape}: need at least 2 ranks (rows) and at least one "
-            "element per rank in each row (columns >= rows)"
-        )
-    if not np.all(np.isfinite(array)) or any(isinstance(v, bool) for v in np.ravel(values)):
-        raise ValueError("values must hold finite numbers only (no NaN, inf or bools)")
-    return array
-
-
-def simulate_ring_allreduce(values) -> list[RingStep]:
-    """All-reduce (sum) the rows of ``values`` over a ring of ``p`` ranks, one step at a time.
-
-    Parameters
-    ----------
-    values : array-like, shape (p, n)
-        Row ``r`` is rank ``r``'s input; ``n >= p`` (each rank owns one chunk of ``n / p``).
-
-    Returns
-    -------
-    list of RingStep
-        ``2(p - 1) + 1`` entries: the start, ``p - 1`` reduce-scatter steps, ``p - 1``
-        all-gather steps. After the last, every row equals ``values.sum(axis=0)``.
-
-    Examples
-    --------
-    >>> import numpy as np
-    >>> import gpulab as gl
-    >>> steps = gl.simulate_ring_allreduce(np.arange(8.0).reshape(4, 2).repeat(2, axis=1))
-    >>> len(steps), steps[-1].buffers[0].tolist()
-    (7, [12.0, 12.0, 16.0, 16.0])
-    """
-    data = _values(values)
-    p, n = data.shape
-    chunks = np.array_split(np.arange(n), p)
-    buffers = data.copy()
-    contributions = np.ones((p, p), dtype=int)  # each chunk holds its own rank's input
-    steps = [RingStep("start", (), buffers.copy(), contributions.copy())]
-    for s in range(p - 1):  # reduce-scatter: rank r sends chunk (r - s) mod p to r + 1
-        sends = tuple((r, (r + 1) % p, (r - s) % p) for r in range(p))
-        sent = {(dst, c): (buffers[src, chunks[c]].copy(), contributions[src, c])
-                for src, dst, c in sends}  # fmt: skip
-        for (dst, c), (chunk, count) in sent.items():
-            buffers[dst, chunks[c]] += chunk
-            contributions[dst, c] += count
-        steps.append(RingStep("reduce-scatter", sends, buffers.copy(), contributions.copy()))
-    for s in range(p - 1):  # all-gather: rank r sends its summed chunk (r + 1 - s) mod p on
-        sends = tuple((r, (r + 1) % p, (r + 1 - s) % p) for r in range(p))
-        sent = {(dst, c): (buffers[src, chunks[c]].copy(), contributions[src, c])
-                for src, dst, c in sends}  # fmt: skip
-        for (dst, c), (chunk, count) in sent.items():
-            buffers[dst, chunks[c]] = chunk
-            contributions[dst, c] = count
-        steps.append(RingStep("all-gather", sends, buffers.copy(), contributions.copy()))
-    return steps
+__all__ = ["draw_ring_allreduce", "draw_tree_vs_ring"]
 
 
 def draw_ring_allreduce(n_gpus: int = 4, *, seed: int = 0):
@@ -192,7 +98,7 @@ def draw_tree_vs_ring(link: str = "InfiniBand HDR", *, n_gpus: int = 64):
     Parameters
     ----------
     link : str or Interconnect
-        A registry entry that publishes a latency (``latency_us``), e.g. ``"InfiniBand HDR"``.
+        A registry entry that publishes a latency (``latency_s``), e.g. ``"InfiniBand HDR"``.
     n_gpus : int
         Ranks for the left panel, 2 or more.
 
@@ -206,16 +112,16 @@ def draw_tree_vs_ring(link: str = "InfiniBand HDR", *, n_gpus: int = 64):
     --------
     gpulab.allreduce_time : the model. The chapter *Scaling out* shows this figure.
     """
-    the_link = _link_lookup("link", link)
+    the_link = resolve_link("link", link)
     if the_link.latency_s is None:
         raise ValueError(
             f"link={link!r}: the registry gives no latency for {the_link.name}; use a link "
-            "that has one (gl.list_interconnects() shows latency_us)"
+            "that has one (gl.list_interconnects() shows latency_s)"
         )
     p = positive_int("n_gpus", n_gpus)
     if p < 2:
         raise ValueError(f"n_gpus={n_gpus!r} must be 2 or more: one rank has nothing to reduce")
-    link_kw = dict(alpha_s=the_link.latency_s, bandwidth_bytes_per_s=the_link.bandwidth_gbs * 1e9)
+    link_kw = dict(alpha_s=the_link.latency_s, bandwidth_bytes_per_s=the_link.bandwidth)
     sizes = np.logspace(3, 10, 57)
     ring = [allreduce_time(n, p, algorithm="ring", **link_kw) for n in sizes]
     tree = [allreduce_time(n, p, algorithm="tree", **link_kw) for n in sizes]
@@ -242,8 +148,8 @@ def draw_tree_vs_ring(link: str = "InfiniBand HDR", *, n_gpus: int = 64):
     right.legend(fontsize=7)
     fig.text(
         0.5, 0.01,
-        f"α–β model, prediction: α = {the_link.latency_us:g} µs, β = {the_link.bandwidth_gbs:g} "
-        "GB/s per direction (interconnect registry)",
+        f"α–β model, prediction: α = {the_link.latency_s * 1e6:g} µs, "
+        f"β = {the_link.bandwidth / 1e9:g} GB/s per direction (interconnect registry)",
         ha="center", fontsize=7,
     )  # fmt: skip
     fig.tight_layout(rect=(0, 0.05, 1, 1))

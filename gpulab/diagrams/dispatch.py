@@ -51,12 +51,12 @@ def dispatch_log(forward: Callable[[], object]) -> dict[str, list[dict]]:
     """
     import torch
 
-    from gpulab.flops import _dispatch_mode_class
+    from gpulab.costmodels.flops import dispatch_mode_class
 
     if not callable(forward):
         raise ValueError(f"forward={forward!r} must be a function of no arguments returning a loss")
 
-    class _Log(_dispatch_mode_class()):
+    class _Log(dispatch_mode_class()):
         def __init__(self):
             super().__init__()
             self.calls = []

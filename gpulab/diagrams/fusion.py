@@ -4,120 +4,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpulab._checks import choice, positive_int, positive_number, resolve_spec
+from gpulab._checks import positive_number
+from gpulab.costmodels.flops import fusion_traffic
+from gpulab.costmodels.roofline import predict_time
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
-from gpulab.flops import eager_cost
-from gpulab.roofline import predict_time
+from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_bytes, format_duration, format_rate
 
-__all__ = ["FUSION_PRECISIONS", "draw_fusion", "fusion_traffic"]
+__all__ = ["draw_fusion"]
 
-#: Precisions a chain of elementwise operations is traced in (torch dtypes exist for these).
-FUSION_PRECISIONS = ("fp32", "fp16", "bf16")
 _DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
-_MAX_OPS = 12  # more boxes than this do not fit one row of the drawing
-
-
-def fusion_traffic(fn: Callable, n_elem: int = 2**28, *, precision: str = "fp32") -> dict:
-    """Bytes each eager kernel of ``fn`` moves, and the bytes of one fused kernel.
-
-    ``fn`` takes one tensor; :func:`torch.fx.symbolic_trace` splits it into operations, and
-    each operation is run alone under :func:`gpulab.eager_cost` on a ``meta`` tensor of
-    ``n_elem`` elements (shapes only: no memory is allocated, nothing is computed). Eager
-    execution runs each operation as its own kernel, which reads its tensor inputs from
-    device memory and writes its output back; a fused kernel reads ``fn``'s input once and
-    writes its result once.
-
-    Parameters
-    ----------
-    fn : callable
-        A function of one tensor that ``torch.fx`` can trace (no control flow on values),
-        with 1 to 12 operations.
-    n_elem : int
-        Elements of the input tensor.
-    precision : str
-        One of :data:`FUSION_PRECISIONS`.
-
-    Returns
-    -------
-    dict
-        ``kernels`` (a list of ``{"op", "bytes", "read_bytes", "write_bytes"}``, one per
-        operation, in order), ``eager_bytes`` (:func:`gpulab.eager_cost` of the whole of
-        ``fn``, which equals the kernels' sum), ``fused_bytes`` (input plus output),
-        ``n_elem`` and ``element_bytes``.
-
-    Raises
-    ------
-    ValueError
-        If ``fn`` is not callable or not traceable as a function of one tensor, or has more
-        than 12 operations; for a bad ``n_elem`` or ``precision``.
-
-    Examples
-    --------
-    >>> import torch
-    >>> t = fusion_traffic(lambda x: torch.relu(x * 2.0) + 1.0, 1024)
-    >>> [k["op"] for k in t["kernels"]], [k["bytes"] for k in t["kernels"]]
-    (['mul', 'relu', 'add'], [8192.0, 8192.0, 8192.0])
-    >>> t["eager_bytes"], t["fused_bytes"]   # three kernels against one: 1 KiB in, 1 KiB out
-    (24576.0, 8192.0)
-    """
-    import torch
-    import torch.fx
-
-    if not callable(fn):
-        raise ValueError(f"fn={fn!r} must be a function of one tensor, e.g. lambda x: x * 2")
-    n_elem = positive_int("n_elem", n_elem)
-    choice("precision", precision, FUSION_PRECISIONS)
-    try:
-        module = torch.fx.symbolic_trace(fn)
-    except Exception as err:  # torch.fx raises many kinds; all mean "cannot trace this"
-        raise ValueError(
-            f"fn={fn!r} must be traceable by torch.fx as a function of one tensor "
-            f"({type(err).__name__}: {err})"
-        ) from err
-    nodes = list(module.graph.nodes)
-    inputs = [n for n in nodes if n.op == "placeholder"]
-    ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
-    if len(inputs) != 1 or not 1 <= len(ops) <= _MAX_OPS:
-        raise ValueError(
-            f"fn={fn!r} must take one tensor and run 1 to {_MAX_OPS} operations; it takes "
-            f"{len(inputs)} argument(s) and runs {len(ops)}"
-        )
-    x = torch.empty(n_elem, device="meta", dtype=getattr(torch, _DTYPES[precision]))
-    kernels = []
-
-    class _PerOperation(torch.fx.Interpreter):
-        def run_node(self, node):
-            if node.op not in ("call_function", "call_method", "call_module"):
-                return super().run_node(node)
-            result = {}
-            run = super().run_node  # bound here: a bare super() does not work in the lambda
-            _, nbytes = eager_cost(lambda: result.setdefault("out", run(node)))
-            out = result["out"]
-            written = out.numel() * out.element_size() if isinstance(out, torch.Tensor) else 0
-            target = node.target
-            name = target if isinstance(target, str) else getattr(target, "__name__", str(target))
-            kernels.append({"op": name, "bytes": nbytes, "read_bytes": nbytes - written,
-                            "write_bytes": float(written)})  # fmt: skip
-            return out
-
-    try:
-        out = _PerOperation(module).run(x)
-        _, eager_bytes = eager_cost(lambda: fn(x))
-    except (RuntimeError, TypeError, NotImplementedError) as err:
-        raise ValueError(
-            f"fn={fn!r} must run on one tensor of {n_elem} elements ({type(err).__name__}: {err})"
-        ) from err
-    if not isinstance(out, torch.Tensor):
-        raise ValueError(f"fn={fn!r} must return a tensor, not {type(out).__name__}")
-    size = x.element_size()
-    return {
-        "kernels": kernels,
-        "eager_bytes": eager_bytes,
-        "fused_bytes": float(x.numel() * size + out.numel() * out.element_size()),
-        "n_elem": n_elem,
-        "element_bytes": size,
-    }
 
 
 def _measured(measured) -> dict | None:

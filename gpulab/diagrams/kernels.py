@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab._checks import positive_int, resolve_spec
+from gpulab._checks import positive_int
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
-from gpulab.simt import thread_map
+from gpulab.hardware.specs import resolve_spec
+from gpulab.kernels.simulator import WARP_SIZE, thread_map
+from gpulab.kernels.tiling import tile_loads
 
-__all__ = ["WARP_SIZE", "draw_launch_mapping", "tile_loads", "draw_tiling"]
+__all__ = ["draw_launch_mapping", "draw_tiling"]
 
-#: Threads per warp on every NVIDIA GPU so far (CUDA C++ Programming Guide, "SIMT
-#: Architecture": https://docs.nvidia.com/cuda/cuda-c-programming-guide/#simt-architecture).
-WARP_SIZE = 32
 
 
 def draw_launch_mapping(n: int = 1000, block: int = 256, *, spec="T4"):
@@ -81,41 +80,6 @@ def draw_launch_mapping(n: int = 1000, block: int = 256, *, spec="T4"):
     mapping = {"n_blocks": n_blocks, "warps_per_block": warps, "idle_threads": idle,
                "sm_of_block": sm_of_block, "sm_count": the_spec.sm_count}  # fmt: skip
     return fig, mapping
-
-
-def tile_loads(n: int, tile: int) -> dict[str, np.ndarray]:
-    """Count the global-memory loads of each element of A and B in a tiled ``n × n`` matmul.
-
-    Block ``(i, j)`` computes the ``tile × tile`` output tile ``C[i, j]``; for each ``k`` it
-    loads tile ``A[i, k]`` and ``B[k, j]`` into shared memory once and uses each loaded
-    element ``tile`` times. The counts are made by walking the blocks, not from a formula.
-
-    Returns
-    -------
-    dict
-        ``a_loads``, ``b_loads`` (n × n arrays of load counts; ``n / tile`` everywhere),
-        ``reuse_per_load`` (``tile``), ``naive_loads`` (``n`` per element without tiling).
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> counts = gl.tile_loads(8, 4)
-    >>> int(counts["a_loads"].max()), int(counts["b_loads"].min()), counts["reuse_per_load"]
-    (2, 2, 4)
-    """
-    n = positive_int("n", n)
-    tile = positive_int("tile", tile)
-    if n % tile or n > 256:
-        raise ValueError(f"tile={tile!r} must divide n={n!r}, and n be at most 256")
-    t = n // tile
-    a_loads = np.zeros((n, n), dtype=int)
-    b_loads = np.zeros((n, n), dtype=int)
-    for i in range(t):
-        for j in range(t):
-            for k in range(t):
-                a_loads[i * tile : (i + 1) * tile, k * tile : (k + 1) * tile] += 1
-                b_loads[k * tile : (k + 1) * tile, j * tile : (j + 1) * tile] += 1
-    return {"a_loads": a_loads, "b_loads": b_loads, "reuse_per_load": tile, "naive_loads": n}
 
 
 def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from gpulab._checks import positive_int, positive_number
+from gpulab.costmodels.parallelism import sharded_memory
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
-from gpulab.parallel import sharded_memory
 from gpulab.units import format_bytes
 
 __all__ = ["draw_zero_stages", "draw_tensor_parallel"]

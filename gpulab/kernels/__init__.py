@@ -1,12 +1,34 @@
-"""Kernels of the chapter "Inside a fast kernel", written once and run in two places.
+"""Kernels of the chapter "Inside a fast kernel": the simulator that counts them, the kernels,
+and the launch arithmetic.
 
+* :mod:`gpulab.kernels.simulator`: runs kernels written in Numba's CUDA language on a CPU,
+  thread by thread, and counts memory sectors, bank conflicts and active lanes
+  (:func:`simulate`, :func:`launch`, :func:`thread_map`);
+* :mod:`gpulab.kernels.occupancy`: occupancy of an SM and the waves of a tiled matmul;
+* :mod:`gpulab.kernels.tiling`: global-memory loads of a tiled matmul, counted;
 * :mod:`gpulab.kernels.cuda_kernels`: thread-level kernels in Numba's CUDA kernel
   language (copies with a stride, matrix multiplies with and without shared-memory tiles,
-  a shared-memory transpose). :func:`gpulab.simulate` runs and counts them on any CPU;
+  a shared-memory transpose). The simulator runs and counts them on any CPU;
   ``numba.cuda.jit`` compiles the same functions for an NVIDIA GPU.
 * :mod:`gpulab.kernels.triton_kernels`: block-level kernels in Triton (vector add, fused
   softmax, tiled matmul, fused bias + GELU). They run under Triton's interpreter
   (``TRITON_INTERPRET=1``) on a CPU and are compiled on a GPU.
 
-Neither module is imported by ``import gpulab``.
+``import gpulab`` imports none of them.
 """
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = ("cuda_kernels", "occupancy", "simulator", "tiling", "triton_kernels")
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))

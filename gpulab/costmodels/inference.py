@@ -23,10 +23,10 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
-    resolve_spec,
     text,
 )
-from gpulab.precision import PEAK_PRECISIONS, compute_bytes
+from gpulab.hardware.precision import PEAK_PRECISIONS, compute_bytes
+from gpulab.hardware.specs import resolve_spec
 
 __all__ = [
     "WEIGHT_FORMATS",
@@ -117,7 +117,7 @@ def model_kv_cache_bytes(
     >>> gl.model_kv_cache_bytes("GPT-2 XL", batch=8) / 2**30  # 48 x 2 x 1600 x 1024 x 8 x 2
     2.34375
     """
-    from gpulab.training_time import NamedModel, get_model
+    from gpulab.costmodels.published_models import NamedModel, get_model
 
     entry = model if isinstance(model, NamedModel) else get_model(model)
     if entry.family != "transformer":
@@ -249,7 +249,7 @@ def decode_estimate(
     >>> round(gl.decode_estimate("A100 80GB", 6.7e9, weight_format="int8").tokens_per_s, 1)
     304.3
     """
-    from gpulab.roofline import predict_time
+    from gpulab.costmodels.roofline import predict_time
 
     entry = resolve_spec("spec", spec)
     n_params = float(non_negative_number("n_params", n_params))

@@ -1,4 +1,4 @@
-"""Cost formulas of the parallelisms beyond data parallelism, and a rule for combining them.
+"""Cost formulas of every parallelism the course teaches, and a rule for combining them.
 
 Each function is one formula of the chapter, for one transformer layer unless it says
 otherwise (``b`` micro-batch size, ``s`` sequence length, ``h`` hidden size, ``a`` attention
@@ -12,7 +12,14 @@ heads, ``t`` tensor-parallel ranks):
   reduce-scatter, with LayerNorm and dropout activations split ``t`` ways —
   :func:`layer_activation_bytes`;
 * **pipeline schedules** (GPipe, Huang et al. 2019; 1F1B, Narayanan et al. 2021): the
-  micro-batches whose activations a stage holds at once — :func:`pipeline_inflight_microbatches`;
+  bubble of ``p`` equal stages fed ``m`` micro-batches, ``(p-1)/(m+p-1)`` —
+  :func:`pipeline_bubble`; the micro-batches whose activations a stage holds at once —
+  :func:`pipeline_inflight_microbatches`; every forward and backward of a step simulated
+  from per-stage times — :func:`simulate_pipeline`, :func:`stage_times_from_measurement`;
+* **data parallelism**: ZeRO / FSDP sharding of optimizer state (stage 1), gradients
+  (stage 2) and parameters (stage 3) over the ranks (Rajbhandari et al. 2020) —
+  :func:`sharded_memory`; a weak-scaling curve from the data-parallel step model —
+  :func:`scaling_curve`; Amdahl's law — :func:`amdahl_speedup`;
 * **context parallelism** (ring attention, Liu et al. 2023): each rank keeps ``s/c`` tokens and
   passes key and value blocks round a ring — :func:`context_parallel_bytes`;
 * **expert parallelism** (GShard, Lepikhin et al. 2021): tokens travel to the rank holding
@@ -25,6 +32,7 @@ See also the chapter "Scaling out: distributed training" (``book/distributed.md`
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from gpulab._checks import (
@@ -35,13 +43,23 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
-    resolve_spec,
 )
-from gpulab.comms import allreduce_bytes_per_rank
+from gpulab.costmodels.comms import allreduce_bytes_per_rank, dp_step_time
+from gpulab.hardware.interconnects import resolve_link
+from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_bytes
 
 __all__ = [
     "ParallelPlan",
+    "PipelineOp",
+    "PipelineSchedule",
+    "ShardedMemory",
+    "amdahl_speedup",
+    "pipeline_bubble",
+    "scaling_curve",
+    "sharded_memory",
+    "simulate_pipeline",
+    "stage_times_from_measurement",
     "RECOMPUTE",
     "SCHEDULES",
     "TensorParallelComm",
@@ -53,6 +71,7 @@ __all__ = [
     "tensor_parallel_comm",
 ]
 
+#: Pipeline schedules :func:`simulate_pipeline` and :func:`pipeline_inflight_microbatches` know.
 SCHEDULES = ("gpipe", "1f1b")
 RECOMPUTE = ("none", "selective", "full")
 _BLOCKS = {"mlp": 1, "attention": 1, "layer": 2}  # tensor-parallel blocks per unit
@@ -509,3 +528,379 @@ def suggest_parallelism(
         memory_bytes=usable,
         lines=tuple(lines),
     )
+
+
+def pipeline_bubble(n_stages: int, n_microbatches: int) -> float:
+    """Idle fraction of a GPipe pipeline step: ``(p-1) / (m+p-1)``.
+
+    With ``p = n_stages`` equal stages (one GPU each) and ``m = n_microbatches``
+    micro-batches a step lasts ``m + p - 1`` micro-batch slots (forward and backward
+    alike), of which each stage is busy for ``m``.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.pipeline_bubble(2, 1), gl.pipeline_bubble(2, 4), round(gl.pipeline_bubble(4, 32), 4)
+    (0.5, 0.2, 0.0857)
+    """
+    p = positive_int("n_stages", n_stages)
+    m = positive_int("n_microbatches", n_microbatches)
+    return (p - 1) / (m + p - 1)
+
+
+def amdahl_speedup(n_gpus: int, serial_fraction: float) -> float:
+    """Amdahl's law: speed-up on ``n_gpus`` workers when ``serial_fraction`` of the work
+    cannot be parallelised, ``1 / (s + (1-s)/n_gpus)``.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.amdahl_speedup(8, 0.0), round(gl.amdahl_speedup(1024, 0.05), 2)
+    (8.0, 19.64)
+    """
+    p = positive_int("n_gpus", n_gpus)
+    s = fraction("serial_fraction", serial_fraction)
+    return 1.0 / (s + (1.0 - s) / p)
+
+
+def _stage(stage) -> int:
+    try:
+        if non_negative_int("stage", stage) <= 3:
+            return int(stage)
+    except ValueError:
+        pass
+    raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
+
+
+@dataclass(frozen=True)
+class ShardedMemory:
+    """Bytes of training state held by one rank (activations not included).
+
+    Attributes
+    ----------
+    params_bytes, grads_bytes, optimizer_bytes : float
+        Bytes of parameters, gradients and optimizer state on one rank.
+    n_gpus : int
+        Data-parallel ranks.
+    stage : int
+        ZeRO stage: 0 (plain DDP, everything replicated) to 3 (everything sharded).
+    """
+
+    params_bytes: float
+    grads_bytes: float
+    optimizer_bytes: float
+    n_gpus: int
+    stage: int
+
+    def __post_init__(self) -> None:
+        for name in ("params_bytes", "grads_bytes", "optimizer_bytes"):
+            non_negative_number(name, getattr(self, name))
+        positive_int("n_gpus", self.n_gpus)
+        _stage(self.stage)
+
+    @property
+    def total_bytes(self) -> float:
+        """Bytes per rank: parameters + gradients + optimizer state."""
+        return self.params_bytes + self.grads_bytes + self.optimizer_bytes
+
+
+def sharded_memory(
+    n_params: float,
+    n_gpus: int,
+    stage: int,
+    *,
+    param_bytes: float = 4,
+    grad_bytes: float = 4,
+    optimizer_bytes: float = 8,
+) -> ShardedMemory:
+    """Training-state bytes per rank under ZeRO stage 0–3 (FSDP's full sharding is stage 3).
+
+    Parameters
+    ----------
+    n_params : float
+        Number of parameters of the model.
+    n_gpus : int
+        Data-parallel ranks the state is sharded over.
+    stage : {0, 1, 2, 3}
+        0: nothing sharded (DDP). 1: optimizer state sharded. 2: also gradients.
+        3: also parameters (FSDP ``FULL_SHARD``).
+    param_bytes, grad_bytes, optimizer_bytes : float
+        Bytes per parameter of each. Defaults: FP32 training with Adam (two FP32 moments
+        = 8 bytes). Mixed precision with Adam is ``2, 2, 12`` (the FP32 master copy counts
+        as optimizer state), the 16 bytes per parameter of the ZeRO paper.
+
+    Examples
+    --------
+    The ZeRO paper's Figure 1: a 7.5B-parameter model trained in mixed precision with Adam
+    on 64 GPUs holds 120 GB per GPU replicated, 31.4 / 16.6 / 1.9 GB at stages 1 / 2 / 3.
+
+    >>> import gpulab as gl
+    >>> [round(gl.sharded_memory(7.5e9, 64, s, param_bytes=2, grad_bytes=2,
+    ...                          optimizer_bytes=12).total_bytes / 1e9, 2) for s in range(4)]
+    [120.0, 31.41, 16.64, 1.88]
+    """
+    n = non_negative_number("n_params", n_params)
+    p = positive_int("n_gpus", n_gpus)
+    stage = _stage(stage)
+    sizes = [non_negative_number(name, b) for b, name in
+             ((param_bytes, "param_bytes"), (grad_bytes, "grad_bytes"),
+              (optimizer_bytes, "optimizer_bytes"))]  # fmt: skip
+    params, grads, optimizer = (n * b for b in sizes)
+    return ShardedMemory(
+        params_bytes=params / p if stage >= 3 else params,
+        grads_bytes=grads / p if stage >= 2 else grads,
+        optimizer_bytes=optimizer / p if stage >= 1 else optimizer,
+        n_gpus=p,
+        stage=stage,
+    )
+
+
+def scaling_curve(
+    compute_s: float,
+    grad_bytes: float,
+    n_gpus,
+    *,
+    link,
+    overlap: float = 0.0,
+    alpha_s: float | None = None,
+) -> list:
+    """:func:`gpulab.dp_step_time` for each GPU count in ``n_gpus``: a weak-scaling prediction.
+
+    Parameters
+    ----------
+    compute_s, grad_bytes, link, overlap, alpha_s
+        As in :func:`gpulab.dp_step_time`.
+    n_gpus : sequence of int
+        The GPU counts to predict, e.g. ``[1, 2, 4, 8]``.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> curve = gl.scaling_curve(0.1, 1e9, [1, 2, 8], link="PCIe 4")
+    >>> [round(s.efficiency, 3) for s in curve]
+    [1.0, 0.759, 0.643]
+    """
+    if isinstance(n_gpus, (str, bytes)) or not hasattr(n_gpus, "__iter__"):
+        raise ValueError(f"n_gpus={n_gpus!r} must be a sequence of GPU counts, e.g. [1, 2, 4]")
+    counts = [positive_int(f"n_gpus[{i}]", p) for i, p in enumerate(n_gpus)]
+    if not counts:
+        raise ValueError("n_gpus=[] must hold at least one GPU count")
+    the_link = resolve_link("link", link)
+    return [
+        dp_step_time(compute_s, grad_bytes, p, link=the_link, overlap=overlap, alpha_s=alpha_s)
+        for p in counts
+    ]
+
+
+@dataclass(frozen=True)
+class PipelineOp:
+    """One forward (``kind="F"``) or backward (``"B"``) of one micro-batch on one stage."""
+
+    stage: int
+    microbatch: int
+    kind: str
+    start_s: float
+    end_s: float
+
+    def __post_init__(self) -> None:
+        non_negative_int("stage", self.stage)
+        non_negative_int("microbatch", self.microbatch)
+        choice("kind", self.kind, ("F", "B"))
+        start = non_negative_number("start_s", self.start_s)
+        if non_negative_number("end_s", self.end_s) < start:
+            raise ValueError(f"end_s={self.end_s!r} must not be before start_s={start!r}")
+
+
+@dataclass(frozen=True)
+class PipelineSchedule:
+    """A simulated pipeline step.
+
+    Attributes
+    ----------
+    schedule : str
+        ``"gpipe"`` or ``"1f1b"``.
+    ops : tuple of PipelineOp
+        Every forward and backward with its start and end, in seconds from the step's start.
+    step_s : float
+        When the last backward ends.
+    bubble : float
+        ``1 - busy / (n_stages · step_s)``: the idle share of the stages' time.
+    peak_in_flight : tuple of int
+        Per stage, the most micro-batches whose activations it holds at once (forward done,
+        backward not yet): ``m`` for GPipe, at most ``n_stages - stage`` for 1F1B.
+    """
+
+    schedule: str
+    n_stages: int
+    n_microbatches: int
+    ops: tuple
+    step_s: float
+    bubble: float
+    peak_in_flight: tuple
+
+    def __post_init__(self) -> None:
+        choice("schedule", self.schedule, SCHEDULES)
+        positive_int("n_stages", self.n_stages)
+        positive_int("n_microbatches", self.n_microbatches)
+        if not isinstance(self.ops, tuple) or not all(
+            isinstance(op, PipelineOp) for op in self.ops
+        ):
+            raise ValueError(f"ops={self.ops!r:.60} must be a tuple of PipelineOp")
+        non_negative_number("step_s", self.step_s)
+        fraction("bubble", self.bubble, allow_one=False)
+        if not isinstance(self.peak_in_flight, tuple):
+            raise ValueError(f"peak_in_flight={self.peak_in_flight!r} must be a tuple of ints")
+        for i, v in enumerate(self.peak_in_flight):
+            non_negative_int(f"peak_in_flight[{i}]", v)
+
+
+def _per_stage(name: str, values, n_stages: int | None = None) -> list[float]:
+    if hasattr(values, "tolist"):  # a NumPy array
+        values = values.tolist()
+    if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
+        raise ValueError(f"{name}={values!r} must be a sequence of seconds, one per stage")
+    out = [positive_number(f"{name}[{i}]", v) for i, v in enumerate(values)]
+    if not out:
+        raise ValueError(f"{name}={values!r} must hold one time per stage (at least one)")
+    if n_stages is not None and len(out) != n_stages:
+        raise ValueError(f"{name} has {len(out)} entries; forward_s has {n_stages}: one per stage")
+    return out
+
+
+def _order(schedule: str, stage: int, p: int, m: int) -> list[tuple[str, int]]:
+    if schedule == "gpipe":  # all forwards, then all backwards
+        return [("F", i) for i in range(m)] + [("B", i) for i in range(m)]
+    warmup = min(p - stage - 1, m)  # 1F1B: fill the pipe, then one forward, one backward
+    order = [("F", i) for i in range(warmup)]
+    for i in range(m - warmup):
+        order += [("F", warmup + i), ("B", i)]
+    return order + [("B", i) for i in range(m - warmup, m)]
+
+
+def simulate_pipeline(
+    forward_s, backward_s, n_microbatches: int, *, schedule: str = "gpipe", comm_s: float = 0.0
+) -> PipelineSchedule:
+    """When each stage runs each micro-batch's forward and backward, and the bubble.
+
+    A stage runs its operations in the schedule's order, each as soon as its input is there:
+    a forward needs the previous stage's forward of that micro-batch (plus ``comm_s`` for the
+    transfer), a backward the next stage's backward (plus ``comm_s``), or on the last stage
+    its own forward.
+
+    Parameters
+    ----------
+    forward_s, backward_s : sequence of float
+        Per stage, seconds for one micro-batch's forward and backward.
+    n_microbatches : int
+        Micro-batches per step, ``m``.
+    schedule : {"gpipe", "1f1b"}
+        GPipe: all forwards, then all backwards. 1F1B: after ``p - 1 - stage`` warm-up
+        forwards, alternate one forward and one backward.
+    comm_s : float
+        Seconds to send one micro-batch's activations (or their gradients) between stages.
+
+    Returns
+    -------
+    PipelineSchedule
+
+    Examples
+    --------
+    With ``p`` equal stages and no transfer time both schedules idle ``(p-1)/(m+p-1)``:
+
+    >>> import gpulab as gl
+    >>> s = gl.simulate_pipeline([1.0] * 4, [2.0] * 4, 8, schedule="1f1b")
+    >>> round(s.bubble, 4), round(gl.pipeline_bubble(4, 8), 4), s.peak_in_flight
+    (0.2727, 0.2727, (4, 3, 2, 1))
+    """
+    fwd = _per_stage("forward_s", forward_s)
+    p = len(fwd)
+    bwd = _per_stage("backward_s", backward_s, p)
+    m = positive_int("n_microbatches", n_microbatches)
+    choice("schedule", schedule, SCHEDULES)
+    comm = non_negative_number("comm_s", comm_s)
+    orders = [_order(schedule, s, p, m) for s in range(p)]
+    done: dict[tuple[str, int, int], float] = {}
+    free = [0.0] * p
+    nxt = [0] * p
+    ops = []
+    while any(nxt[s] < len(orders[s]) for s in range(p)):
+        progressed = False
+        for s in range(p):
+            while nxt[s] < len(orders[s]):
+                kind, i = orders[s][nxt[s]]
+                if kind == "F":
+                    dep = 0.0 if s == 0 else done.get(("F", s - 1, i))
+                    ready = dep if s == 0 or dep is None else dep + comm
+                else:
+                    dep = done.get(("F", s, i)) if s == p - 1 else done.get(("B", s + 1, i))
+                    ready = None if dep is None else dep + (0.0 if s == p - 1 else comm)
+                if ready is None:
+                    break
+                start = max(free[s], ready)
+                end = start + (fwd[s] if kind == "F" else bwd[s])
+                done[(kind, s, i)] = end
+                free[s] = end
+                ops.append(PipelineOp(s, i, kind, start, end))
+                nxt[s] += 1
+                progressed = True
+        if not progressed:  # cannot happen for the two schedules; guards a future one
+            raise RuntimeError(f"schedule {schedule!r} deadlocked")
+    step = max(op.end_s for op in ops)
+    busy = m * (sum(fwd) + sum(bwd))
+    peaks = []
+    for s in range(p):
+        held = best = 0
+        for kind, _ in orders[s]:
+            held += 1 if kind == "F" else -1
+            best = max(best, held)
+        peaks.append(best)
+    ops.sort(key=lambda o: (o.stage, o.start_s))
+    return PipelineSchedule(schedule, p, m, tuple(ops), step, 1 - busy / (p * step), tuple(peaks))
+
+
+def stage_times_from_measurement(
+    step_s: float,
+    bubble: float,
+    n_microbatches: int,
+    *,
+    n_stages: int = 2,
+    backward_ratio: float = 2.0,
+) -> dict[str, object]:
+    """Per-micro-batch stage times that reproduce a measured pipeline step and bubble.
+
+    The distributed lab records, per ``m``, the step time and each stage's idle share
+    (averaged over the stages). Assuming equal stages, each stage computes
+    ``(1 - bubble) · step_s`` per step, so ``(1 - bubble) · step_s / m`` per micro-batch,
+    split into forward and backward as ``1 : backward_ratio``. What the equal-stage GPipe
+    schedule leaves unexplained is put on the transfers between stages: ``comm_s`` per
+    transfer (``2 (p - 1)`` on the critical path), never below 0.
+
+    Returns
+    -------
+    dict
+        ``forward_s`` and ``backward_s`` (lists, one per stage), ``comm_s``, and
+        ``exact``: False when the measured bubble is below the equal-stage model's (then no
+        transfer time reproduces it, and ``comm_s`` is 0).
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> t = gl.stage_times_from_measurement(0.1, 0.4, 4)
+    >>> [round(x * 1e3, 2) for x in (t["forward_s"][0], t["backward_s"][0], t["comm_s"])]
+    [5.0, 10.0, 12.5]
+    """
+    step = positive_number("step_s", step_s)
+    idle = fraction("bubble", bubble, allow_one=False)
+    m = positive_int("n_microbatches", n_microbatches)
+    p = positive_int("n_stages", n_stages)
+    ratio = positive_number("backward_ratio", backward_ratio)
+    per_micro = (1 - idle) * step / m
+    fwd = per_micro / (1 + ratio)
+    slack = step - (m + p - 1) * per_micro
+    comm = slack / (2 * (p - 1)) if p > 1 else 0.0
+    return {
+        "forward_s": [fwd] * p,
+        "backward_s": [per_micro - fwd] * p,
+        "comm_s": max(comm, 0.0),
+        "exact": comm >= 0 or p == 1,
+    }

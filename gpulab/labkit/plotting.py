@@ -2,32 +2,40 @@
 
 Measured values are drawn solid; predictions (from the spec registry and a cost model)
 are hatched and say "prediction" in the legend, so the two can never be confused.
+:func:`plot_extrapolation` is the case studies' figure "from our measurement to the
+full-scale prediction": measured here, predicted by the time-to-train model, and published,
+on one logarithmic time axis with the assumptions written under it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import contextmanager
 
 import matplotlib as mpl
 import matplotlib.patches
 import numpy as np
 
-from gpulab._checks import choice, finite_number, positive_number
-from gpulab.specs import DeviceSpec, list_specs
+from gpulab._checks import choice, finite_number, positive_number, sentences
+from gpulab._checks import text as check_text
+from gpulab.hardware.specs import DeviceSpec, list_specs
+from gpulab.units import format_duration
 
 __all__ = [
     "COLORS",
+    "COURSE_STYLE",
     "course_style",
     "use_course_style",
     "plot_spec_trend",
     "plot_measured_vs_predicted",
+    "plot_extrapolation",
     "tidy_point_labels",
 ]
 
 COLORS = {"cpu": "#4C72B0", "gpu": "#55A868", "tpu": "#C44E52", "prediction": "#8172B2"}
 
-_STYLE = {
+#: The course's matplotlib settings (:func:`use_course_style` applies them).
+COURSE_STYLE = {
     "figure.figsize": (7.0, 4.0),
     "figure.dpi": 100,
     "savefig.dpi": 120,
@@ -44,7 +52,7 @@ _STYLE = {
 
 def use_course_style() -> None:
     """Apply the course's matplotlib style for the rest of the session (PNG output)."""
-    mpl.rcParams.update(_STYLE)
+    mpl.rcParams.update(COURSE_STYLE)
     try:  # inside Jupyter: PNG figures (nbval compares SVG text, never PNG)
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 
@@ -56,7 +64,7 @@ def use_course_style() -> None:
 @contextmanager
 def course_style():
     """The course's matplotlib style inside a ``with`` block only."""
-    with mpl.rc_context(_STYLE):
+    with mpl.rc_context(COURSE_STYLE):
         yield
 
 
@@ -251,3 +259,151 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
             if inside and not covers_point and not any(box.overlaps(p) for p in placed):
                 break
         placed.append(text.get_window_extent(renderer))
+
+
+_MINUTE, _HOUR, _DAY, _YEAR = 60.0, 3600.0, 86400.0, 365.25 * 86400.0
+_PARAMETER = {"measured": "measured", "prediction": "predictions", "published": "published"}
+
+
+def plot_extrapolation(
+    measured: Mapping[str, float],
+    predictions: Mapping[str, float],
+    assumptions: Sequence[str],
+    *,
+    published: Mapping[str, float] | None = None,
+    xlabel: str = "time to train",
+    durations: bool = True,
+    title: str | None = None,
+    ax=None,
+):
+    """The course's figure "from our measurement to the full-scale prediction".
+
+    Horizontal bars on a log scale, one per entry, in the order given: what was measured
+    here (solid), what the model predicts (hatched, "prediction" in the legend) and,
+    optionally, published results (solid, another colour). Each bar is labelled with its
+    value, and the assumptions behind the predictions are written under the axes.
+
+    Parameters
+    ----------
+    measured, predictions, published : mapping of label to value
+        Values in seconds when ``durations`` is true, else in the unit of ``xlabel``.
+    assumptions : sequence of str
+        One short sentence each; shown on the figure.
+    xlabel : str
+        Axis label.
+    durations : bool
+        Values are seconds: label bars "13.5 min", "2.1 days" and mark minutes, hours,
+        days and years on the axis.
+    title : str, optional
+    ax : matplotlib Axes, optional
+
+    Returns
+    -------
+    matplotlib Axes
+    """
+    choice("durations", durations, (True, False))
+    check_text("xlabel", xlabel)
+    check_text("title", title, optional=True)
+    for parameter, value in (("measured", measured), ("predictions", predictions)):
+        if not isinstance(value, Mapping):
+            raise ValueError(f"{parameter}={value!r} must be a mapping of label to value")
+    if published is not None and not isinstance(published, Mapping):
+        raise ValueError(f"published={published!r} must be a mapping of label to value")
+    published = dict(published or {})
+    groups = [
+        ("measured", dict(measured)),
+        ("prediction", dict(predictions)),
+        ("published", published),
+    ]
+    bars = [
+        (label, positive_number(f"{_PARAMETER[kind]}[{label!r}]", v), kind)
+        for kind, group in groups
+        for label, v in group.items()
+    ]
+    if not bars:
+        raise ValueError("nothing to plot: measured, predictions and published are all empty")
+    sentences("assumptions", assumptions)
+
+    import matplotlib as mpl
+    import matplotlib.pyplot as plt
+
+    from gpulab.labkit.plotting import COLORS
+
+    style = {
+        "measured": dict(color=COLORS["cpu"], hatch=None, name="measured here"),
+        "prediction": dict(
+            color=COLORS["prediction"],
+            hatch="//",
+            name="PREDICTION (model + datasheet, not measured)",
+        ),
+        "published": dict(color="#8C8C8C", hatch=None, name="published result (cited)"),
+    }
+    ax = ax or plt.subplots(figsize=(8, 0.42 * len(bars) + 2.4))[1]
+    for i, (_, value, kind) in enumerate(bars):
+        ax.barh(
+            i,
+            value,
+            color=style[kind]["color"],
+            hatch=style[kind]["hatch"],
+            edgecolor="white",
+            zorder=3,
+        )
+        text = format_duration(value) if durations else f"{value:.3g}"
+        ax.annotate(
+            text, (value, i), xytext=(3, 0), textcoords="offset points", va="center", fontsize=8
+        )
+    ax.set_yticks(range(len(bars)), [label for label, _, _ in bars], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    low, high = min(v for _, v, _ in bars), max(v for _, v, _ in bars)
+    ax.set_xlim(low / 3, high * 20)  # room for the value labels
+    if durations:
+        marks = [
+            (1.0, "1 s"),
+            (_MINUTE, "1 min"),
+            (_HOUR, "1 h"),
+            (_DAY, "1 day"),
+            (30 * _DAY, "1 month"),
+            (_YEAR, "1 year"),
+            (10 * _YEAR, "10 years"),
+        ]
+        shown = [(v, t) for v, t in marks if low / 3 <= v <= high * 20]
+        if len(shown) >= 2:
+            ax.set_xticks([v for v, _ in shown], [t for _, t in shown])
+            ax.xaxis.set_minor_locator(mpl.ticker.NullLocator())
+    ax.set_xlabel(xlabel)
+    if title:
+        ax.set_title(title)
+    kinds = [k for k, group in groups if group]
+    handles = [
+        mpl.patches.Patch(
+            facecolor=style[k]["color"],
+            hatch=style[k]["hatch"],
+            edgecolor="white",
+            label=style[k]["name"],
+        )
+        for k in kinds
+    ]
+    # Legend and assumptions sit at fixed distances (in points) under the axes' label.
+    below = mpl.transforms.offset_copy(ax.transAxes, fig=ax.figure, y=-34, units="points")
+    ax.legend(
+        handles=handles,
+        loc="upper left",
+        bbox_to_anchor=(0, 0),
+        bbox_transform=below,
+        ncol=len(handles),
+        fontsize=8,
+    )
+    if assumptions:
+        text = "Assumptions behind the predictions:\n" + "\n".join(f"• {a}" for a in assumptions)
+        ax.annotate(
+            text,
+            xy=(0, 0),
+            xycoords="axes fraction",
+            xytext=(0, -58),
+            textcoords="offset points",
+            va="top",
+            ha="left",
+            fontsize=8,
+        )
+    return ax

@@ -3,12 +3,12 @@
 The arithmetic of the course's GPU chooser, in four steps:
 
 1. **Memory**: parameters, gradients and optimizer states from
-   :func:`gpulab.memory.estimate_training_memory`, plus activations: for transformers the
+   :func:`gpulab.costmodels.memory.estimate_training_memory`, plus activations: for transformers the
    per-layer formula of Korthikanti et al. (2022), for CNNs a real forward pass measured
-   with :func:`gpulab.memory.activation_bytes`.
+   with :func:`gpulab.costmodels.memory.activation_bytes`.
 2. **Fit**: which registry devices hold that in 90% of their memory.
 3. **Time per epoch**: training FLOPs ÷ (peak FLOP/s at the precision × utilisation), by
-   the course's one time-to-train model (:mod:`gpulab.training_time`). The utilisation is
+   the course's one time-to-train model (:mod:`gpulab.costmodels.training_time`). The utilisation is
    an input; the default is :data:`gpulab.DEFAULT_UTILISATION`.
 4. **Cost**: hours × a price per hour that *you* enter. Cloud prices change every month;
    the only prices shipped here are dated examples derived from a cited paper
@@ -32,18 +32,16 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
-    resolve_spec,
     text,
 )
-from gpulab.precision import TRAINING_PRECISIONS, compute_bytes, peak_precision
-from gpulab.specs import DeviceSpec, list_specs
-from gpulab.training_time import (
+from gpulab.costmodels.published_models import NamedModel, resolve_model
+from gpulab.costmodels.training_time import (
     DEFAULT_UTILISATION,
-    NamedModel,
-    _lookup_model,
     epoch_seconds,
     training_flops_per_sample,
 )
+from gpulab.hardware.precision import TRAINING_PRECISIONS, compute_bytes, peak_precision
+from gpulab.hardware.specs import DeviceSpec, list_specs, resolve_spec
 from gpulab.units import format_duration
 
 __all__ = [
@@ -136,15 +134,15 @@ def transformer_activation_bytes(
 
 @functools.cache
 def _cnn_activation_bytes_per_image(name: str, image_size: int, precision: str) -> int | None:
-    """Activations of one image through a real forward pass (needs gpulab.models)."""
+    """Activations of one image through a real forward pass (needs gpulab.labkit.networks)."""
     try:
         import torch
 
-        from gpulab import models
-        from gpulab.memory import activation_bytes
+        from gpulab.costmodels.memory import activation_bytes
+        from gpulab.labkit import networks
     except ImportError:
         return None
-    builder = getattr(models, name.lower().replace("-", ""), None)
+    builder = getattr(networks, name.lower().replace("-", ""), None)
     if builder is None:
         return None
     model = builder()
@@ -223,7 +221,7 @@ class TrainingPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from gpulab.memory import OPTIMIZERS
+        from gpulab.costmodels.memory import OPTIMIZERS
 
         for name in ("model", "sample_shape"):
             text(name, getattr(self, name))
@@ -355,7 +353,7 @@ def plan_training(
     >>> [(o.spec.name, o.fits) for o in plan.options]
     [('Tesla T4', False), ('A100 80GB SXM4', True)]
     """
-    from gpulab.memory import OPTIMIZERS, estimate_training_memory
+    from gpulab.costmodels.memory import OPTIMIZERS, estimate_training_memory
 
     choice("precision", precision, TRAINING_PRECISIONS)
     choice("optimizer", optimizer, OPTIMIZERS)
@@ -380,7 +378,7 @@ def plan_training(
 
     notes = []
     if isinstance(model, (str, NamedModel)):
-        named = model if isinstance(model, NamedModel) else _lookup_model("model", model)
+        named = model if isinstance(model, NamedModel) else resolve_model("model", model)
         name, n_params, flops_model = named.name, named.n_params, named
     elif isinstance(model, int) and not isinstance(model, bool):
         positive_int("model", model)
@@ -395,7 +393,9 @@ def plan_training(
             per_image = _cnn_activation_bytes_per_image(named.name, size, precision)
             if per_image is None:
                 activations_bytes = 0
-                notes.append("Activations not included: measuring them needs gpulab.models.")
+                notes.append(
+                    "Activations not included: measuring them needs gpulab.labkit.networks."
+                )
             else:
                 activations_bytes = per_image * batch_size
                 notes.append("Activations measured on a real forward pass (gl.activation_bytes).")

@@ -249,7 +249,7 @@ def rollout(env: TicTacToe, policy, *, greedy: bool = False) -> Rollout:
     """Play one game in every environment of ``env`` to its end with ``policy``.
 
     ``policy(obs, legal)`` returns logits over the 9 cells (illegal ones at −∞, as
-    :class:`gpulab.models.PolicyNet` does). Moves are sampled from the softmax, or the most
+    :class:`gpulab.labkit.networks.PolicyNet` does). Moves are sampled from the softmax, or the most
     likely move is played with ``greedy=True``. ``env`` must have ``auto_reset=False``.
     """
     if not isinstance(env, TicTacToe):

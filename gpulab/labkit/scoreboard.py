@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from gpulab._checks import positive_number, text
-from gpulab.bench import BenchResult
+from gpulab.measure.bench import BenchResult
 
 __all__ = ["Scoreboard", "ScoreboardRow"]
 
@@ -52,7 +52,7 @@ class Scoreboard:
     Examples
     --------
     >>> import gpulab as gl
-    >>> from gpulab.scoreboard import Scoreboard
+    >>> from gpulab.labkit.scoreboard import Scoreboard
     >>> def timed(s):  # a measured result of s seconds per step
     ...     return gl.BenchResult((s,), 1, "")
     >>> board = Scoreboard(timed(0.10))
@@ -145,7 +145,7 @@ class Scoreboard:
         """Predicted (hatched) and measured (solid) speed-up of each fix, on a log axis."""
         import numpy as np
 
-        from gpulab.plotting import COLORS
+        from gpulab.labkit.plotting import COLORS
 
         if ax is None:
             import matplotlib.pyplot as plt

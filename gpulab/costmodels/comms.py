@@ -23,16 +23,10 @@ See also the chapter "Scaling out: distributed training" (``book/distributed.md`
 
 from __future__ import annotations
 
-import csv
-import difflib
-import functools
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from gpulab._checks import (
     choice,
@@ -41,10 +35,14 @@ from gpulab._checks import (
     positive_int,
     positive_number,
 )
+from gpulab.hardware.interconnects import resolve_link
+
+if TYPE_CHECKING:
+    import numpy as np
 
 __all__ = [
     "COLLECTIVES",
-    "Interconnect",
+    "RingStep",
     "StepTime",
     "allgather_time",
     "allreduce_bytes_per_rank",
@@ -54,13 +52,10 @@ __all__ = [
     "collective_time",
     "dp_step_time",
     "fit_alpha_beta",
-    "interconnect",
-    "list_interconnects",
     "reduce_scatter_time",
+    "simulate_ring_allreduce",
 ]
 
-_GB = 1e9
-_KINDS = ("pcie", "nvlink", "nvswitch", "infiniband")
 
 #: The algorithms each collective's cost model knows.
 COLLECTIVES: dict[str, tuple[str, ...]] = {
@@ -69,156 +64,6 @@ COLLECTIVES: dict[str, tuple[str, ...]] = {
     "reduce_scatter": ("ring",),
     "broadcast": ("ring", "tree"),
 }
-
-
-# --------------------------------------------------------------------------- interconnects
-
-
-@dataclass(frozen=True)
-class Interconnect:
-    """One link technology with its bandwidth, latency where published, and source.
-
-    Attributes
-    ----------
-    name : str
-        Name as in the registry, e.g. ``"NVLink 4 (H100/H200)"``.
-    bandwidth_gbs : float
-        Bandwidth **per GPU in one direction**, in GB/s (10⁹ bytes/s). Vendor figures
-        quoted as bidirectional totals are halved (see ``notes``).
-    latency_us : float or None
-        Per-message latency in microseconds where a source gives one, else None.
-    source_url : str
-        The page the figures come from.
-    notes : str
-        How the figure was derived, and its caveats.
-    kind : str
-        ``"pcie"``, ``"nvlink"``, ``"nvswitch"`` or ``"infiniband"``.
-    year : int or None
-        Year of introduction.
-    """
-
-    name: str
-    bandwidth_gbs: float
-    latency_us: float | None
-    source_url: str
-    notes: str = ""
-    kind: str = ""
-    year: int | None = None
-
-    def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
-            raise ValueError(f"name={self.name!r} must be a non-empty str")
-        positive_number("bandwidth_gbs", self.bandwidth_gbs)
-        if self.latency_us is not None:
-            non_negative_number("latency_us", self.latency_us)
-        for label in ("source_url", "notes"):
-            if not isinstance(getattr(self, label), str):
-                raise ValueError(f"{label}={getattr(self, label)!r} must be a str")
-        choice("kind", self.kind, ("", *_KINDS))
-        if self.year is not None:
-            positive_int("year", self.year)
-
-    @property
-    def bandwidth(self) -> float:
-        """Bandwidth per GPU, one direction, in bytes/s."""
-        return self.bandwidth_gbs * _GB
-
-    @property
-    def latency_s(self) -> float | None:
-        """Per-message latency in seconds, or None where no source gives one."""
-        return None if self.latency_us is None else self.latency_us * 1e-6
-
-
-def _normalise(name: str) -> str:
-    text = name.lower().replace("infiniband", "ib")
-    text = re.sub(r"(\d)\.0\b", r"\1", text)  # "NVLink 4.0" is NVLink 4
-    text = re.sub(r"\bgen\b|gen(?=\d)|\bx16\b|\(4x\)", "", text)
-    return re.sub(r"[^a-z0-9]", "", text)
-
-
-@functools.cache
-def _registry() -> tuple[tuple[Interconnect, tuple[str, ...]], ...]:
-    text = resources.files("gpulab").joinpath("data/interconnects.csv").read_text("utf-8")
-    entries = []
-    for row in csv.DictReader(text.splitlines()):
-        link = Interconnect(
-            name=row["name"],
-            bandwidth_gbs=float(row["bandwidth_gbs"]),
-            latency_us=float(row["latency_us"]) if row["latency_us"].strip() else None,
-            source_url=row["source_url"],
-            notes=row["notes"],
-            kind=row["kind"],
-            year=int(row["year"]) if row["year"].strip() else None,
-        )
-        keys = {_normalise(row["name"])}
-        keys.update(_normalise(a) for a in row["aliases"].split(";") if a.strip())
-        entries.append((link, tuple(sorted(keys))))
-    return tuple(entries)
-
-
-def list_interconnects(kind: str | None = None) -> list[Interconnect]:
-    """Every link in the registry, slowest kind first, as listed in ``interconnects.csv``.
-
-    Parameters
-    ----------
-    kind : {"pcie", "nvlink", "nvswitch", "infiniband"}, optional
-        Keep only this kind of link.
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> [(link.name, link.bandwidth_gbs) for link in gl.list_interconnects("pcie")]
-    [('PCIe Gen3 x16', 15.75), ('PCIe Gen4 x16', 31.5), ('PCIe Gen5 x16', 63.0)]
-    """
-    if kind is not None:
-        choice("kind", kind, _KINDS)
-    return [link for link, _ in _registry() if kind is None or link.kind == kind]
-
-
-def interconnect(name: str) -> Interconnect:
-    """Look a link up by a forgiving name: ``"PCIe 4"``, ``"nvlink4"``, ``"IB NDR"``.
-
-    Case, spaces, punctuation, ``"Gen"``, ``"x16"`` and a trailing ``".0"`` do not matter.
-
-    Parameters
-    ----------
-    name : str
-        Registry name or one of its aliases (see ``interconnects.csv``).
-
-    Returns
-    -------
-    Interconnect
-
-    Raises
-    ------
-    ValueError
-        If no link has that name; the message lists the names there are.
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> gl.interconnect("NVLink 4").bandwidth_gbs      # 900 GB/s bidirectional, halved
-    450.0
-    >>> gl.interconnect("InfiniBand NDR").name
-    'InfiniBand NDR (4x)'
-    """
-    return _lookup("name", name)
-
-
-def _lookup(param: str, name) -> Interconnect:
-    """The registry link called ``name``; errors name the caller's parameter ``param``."""
-    choices = ", ".join(repr(link.name) for link, _ in _registry())
-    if not isinstance(name, str) or not name.strip():
-        raise ValueError(f"{param}={name!r} must be a link name; choices: {choices}")
-    wanted = _normalise(name)
-    for link, keys in _registry():
-        if wanted in keys:
-            return link
-    all_keys = {key: link.name for link, keys in _registry() for key in keys}
-    close = difflib.get_close_matches(wanted, list(all_keys), n=3, cutoff=0.6)
-    close_names = list(dict.fromkeys(all_keys[c] for c in close))
-    hint = f" Did you mean {', '.join(map(repr, close_names))}?" if close_names else ""
-    raise ValueError(f"{param}={name!r}: no interconnect called {name!r}.{hint} Choices: {choices}")
 
 
 # --------------------------------------------------------------------------- collectives
@@ -460,13 +305,13 @@ def bus_bandwidth(n_bytes: float, time_s: float, n_gpus: int) -> float:
 # --------------------------------------------------------------------------- calibration
 
 
-def _numbers(name: str, values, *, positive: bool) -> np.ndarray:
-    """A 1-D float array from a sequence of real numbers, each checked like a scalar."""
+def _numbers(name: str, values, *, positive: bool) -> list[float]:
+    """A list of floats from a sequence of real numbers (or a NumPy array), each checked."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise ValueError(f"{name}={values!r} must be a sequence of numbers")
     check = positive_number if positive else non_negative_number
-    items = list(values.tolist() if isinstance(values, np.ndarray) else values)
-    return np.array([check(f"{name}[{i}]", v) for i, v in enumerate(items)], dtype=float)
+    items = list(values.tolist() if hasattr(values, "tolist") else values)
+    return [check(f"{name}[{i}]", v) for i, v in enumerate(items)]
 
 
 def fit_alpha_beta(
@@ -512,18 +357,25 @@ def fit_alpha_beta(
         raise ValueError(f"n_gpus={p!r}: a fit needs a measurement with at least 2 ranks")
     n = _numbers("n_bytes", n_bytes, positive=False)
     t = _numbers("times_s", times_s, positive=True)
-    if t.shape != n.shape:
+    if len(t) != len(n):
         raise ValueError(f"n_bytes and times_s must be the same length (got {len(n)} and {len(t)})")
-    if len(np.unique(n)) < 2:
-        raise ValueError(f"n_bytes={list(n)!r} needs at least two distinct message sizes")
+    if len(set(n)) < 2:
+        raise ValueError(f"n_bytes={n!r} needs at least two distinct message sizes")
     a, b = _coefficients(collective, p, algorithm)
-    weights = 1.0 / t  # relative error
-    design = np.column_stack([np.ones_like(n), n]) * weights[:, None]
-    (intercept, slope), *_ = np.linalg.lstsq(design, t * weights, rcond=None)
+    # Least squares on the relative error: each row (1, n_i) and target t_i divided by t_i,
+    # so every target is 1. The normal equations of a straight line, solved directly.
+    u = [1.0 / ti for ti in t]
+    v = [ni / ti for ni, ti in zip(n, t, strict=True)]
+    suu = math.fsum(x * x for x in u)
+    suv = math.fsum(x * y for x, y in zip(u, v, strict=True))
+    svv = math.fsum(y * y for y in v)
+    su, sv = math.fsum(u), math.fsum(v)
+    det = suu * svv - suv * suv
+    intercept = (su * svv - sv * suv) / det
+    slope = (suu * sv - suv * su) / det
     if intercept < 0:
         intercept = 0.0
-        column = n * weights
-        slope = float(column @ (t * weights) / (column @ column))
+        slope = sv / svv
     if slope <= 0:
         raise ValueError(
             "the measured times do not grow with message size, so no bandwidth can be fitted; "
@@ -584,14 +436,6 @@ class StepTime:
         return self.n_gpus * self.efficiency
 
 
-def _as_link(link) -> Interconnect:
-    if isinstance(link, Interconnect):
-        return link
-    if isinstance(link, str):
-        return _lookup("link", link)
-    raise ValueError(f"link={link!r} must be an Interconnect or a name such as 'NVLink 4'")
-
-
 def dp_step_time(
     compute_s: float,
     grad_bytes: float,
@@ -646,7 +490,7 @@ def dp_step_time(
     grad = non_negative_number("grad_bytes", grad_bytes)
     p = positive_int("n_gpus", n_gpus)
     overlap = fraction("overlap", overlap)
-    the_link = _as_link(link)
+    the_link = resolve_link("link", link)
     if alpha_s is None:
         alpha = the_link.latency_s or 0.0
     else:
@@ -660,3 +504,102 @@ def dp_step_time(
         total_s=_finite(compute + exposed, "compute_s and grad_bytes"),
         n_gpus=p,
     )
+
+
+# --------------------------------------------------------------------------- the ring, step by step
+
+
+@dataclass(frozen=True)
+class RingStep:
+    """One step of the ring: what was sent, and every rank's buffer after it.
+
+    Attributes
+    ----------
+    phase : str
+        ``"start"``, ``"reduce-scatter"`` or ``"all-gather"``.
+    sends : tuple of (src, dst, chunk)
+        The chunk index each rank sent to its neighbour in this step.
+    buffers : ndarray, shape (p, n)
+        Every rank's buffer after the step.
+    contributions : ndarray of int, shape (p, p)
+        ``contributions[r, c]``: how many ranks' inputs chunk ``c`` on rank ``r`` sums.
+    """
+
+    phase: str
+    sends: tuple
+    buffers: np.ndarray
+    contributions: np.ndarray
+
+    def __post_init__(self) -> None:
+        choice("phase", self.phase, ("start", "reduce-scatter", "all-gather"))
+
+
+def _values(values) -> np.ndarray:
+    import numpy as np
+
+    try:
+        array = np.asarray(values, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(
+            f"values={values!r:.60} must be a 2-D array of numbers, one row per rank"
+        ) from None
+    if isinstance(values, (str, bytes)) or array.ndim != 2:
+        raise ValueError(f"values={values!r:.60} must be a 2-D array, one row per rank")
+    p, n = array.shape
+    if p < 2 or n < p:
+        raise ValueError(
+            f"values has shape {array.shape}: need at least 2 ranks (rows) and at least one "
+            "element per rank in each row (columns >= rows)"
+        )
+    if not np.all(np.isfinite(array)) or any(isinstance(v, bool) for v in np.ravel(values)):
+        raise ValueError("values must hold finite numbers only (no NaN, inf or bools)")
+    return array
+
+
+def simulate_ring_allreduce(values) -> list[RingStep]:
+    """All-reduce (sum) the rows of ``values`` over a ring of ``p`` ranks, one step at a time.
+
+    Parameters
+    ----------
+    values : array-like, shape (p, n)
+        Row ``r`` is rank ``r``'s input; ``n >= p`` (each rank owns one chunk of ``n / p``).
+
+    Returns
+    -------
+    list of RingStep
+        ``2(p - 1) + 1`` entries: the start, ``p - 1`` reduce-scatter steps, ``p - 1``
+        all-gather steps. After the last, every row equals ``values.sum(axis=0)``.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> import gpulab as gl
+    >>> steps = gl.simulate_ring_allreduce(np.arange(8.0).reshape(4, 2).repeat(2, axis=1))
+    >>> len(steps), steps[-1].buffers[0].tolist()
+    (7, [12.0, 12.0, 16.0, 16.0])
+    """
+    import numpy as np
+
+    data = _values(values)
+    p, n = data.shape
+    chunks = np.array_split(np.arange(n), p)
+    buffers = data.copy()
+    contributions = np.ones((p, p), dtype=int)  # each chunk holds its own rank's input
+    steps = [RingStep("start", (), buffers.copy(), contributions.copy())]
+    for s in range(p - 1):  # reduce-scatter: rank r sends chunk (r - s) mod p to r + 1
+        sends = tuple((r, (r + 1) % p, (r - s) % p) for r in range(p))
+        sent = {(dst, c): (buffers[src, chunks[c]].copy(), contributions[src, c])
+                for src, dst, c in sends}  # fmt: skip
+        for (dst, c), (chunk, count) in sent.items():
+            buffers[dst, chunks[c]] += chunk
+            contributions[dst, c] += count
+        steps.append(RingStep("reduce-scatter", sends, buffers.copy(), contributions.copy()))
+    for s in range(p - 1):  # all-gather: rank r sends its summed chunk (r + 1 - s) mod p on
+        sends = tuple((r, (r + 1) % p, (r + 1 - s) % p) for r in range(p))
+        sent = {(dst, c): (buffers[src, chunks[c]].copy(), contributions[src, c])
+                for src, dst, c in sends}  # fmt: skip
+        for (dst, c), (chunk, count) in sent.items():
+            buffers[dst, chunks[c]] = chunk
+            contributions[dst, c] = count
+        steps.append(RingStep("all-gather", sends, buffers.copy(), contributions.copy()))
+    return steps

@@ -9,7 +9,7 @@
   host memory;
 * one training step (forward, backward, SGD update) of a small fixed MLP, in samples/s;
 
-and returns a report with the machine's provenance (:func:`gpulab.provenance`) and the
+and returns a report with the machine's provenance (:func:`gpulab.measure.provenance`) and the
 figures it should be compared with: the registry's datasheet entry for the device where
 there is one, or, for a CPU, the labelled estimate of :func:`gpulab.estimate_cpu_peak`.
 Every report is checked against ``gpulab/data/bench_report.schema.json``
@@ -24,7 +24,8 @@ from collections.abc import Callable
 from importlib import resources
 
 from gpulab._checks import flag, text
-from gpulab.precision import supported_precisions, tf32
+from gpulab.hardware.precision import TORCH_DTYPE_NAMES
+from gpulab.measure.device import supported_precisions, tf32
 
 __all__ = [
     "SCHEMA_VERSION",
@@ -69,7 +70,7 @@ def validate_report(report: dict, source: str = "report") -> None:
 
     Examples
     --------
-    >>> from gpulab.report import validate_report
+    >>> from gpulab.measure.bench_report import validate_report
     >>> validate_report({"schema_version": 1})
     Traceback (most recent call last):
     ...
@@ -115,9 +116,9 @@ def reference_for(info) -> dict:
     >>> reference_for(gl.DeviceInfo(kind="cuda", name="NVIDIA A100-PCIE-40GB"))["kind"]
     'none'
     """
-    from gpulab.cpu import estimate_cpu_peak
-    from gpulab.device import DeviceInfo
-    from gpulab.specs import _match_driver_name
+    from gpulab.hardware.specs import match_driver_name
+    from gpulab.measure.cpu import estimate_cpu_peak
+    from gpulab.measure.device import DeviceInfo
 
     if not isinstance(info, DeviceInfo):
         raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
@@ -136,7 +137,7 @@ def reference_for(info) -> dict:
         }
     if info.kind == "mps":
         return {"kind": "none", "label": "Apple GPUs publish no peak figures the registry holds"}
-    spec, why = _match_driver_name(info.name)
+    spec, why = match_driver_name(info.name)
     if spec is None:
         return {"kind": "none", "label": f"{info.name} is not in the registry: {why}"}
     return {
@@ -185,7 +186,8 @@ def _dtype_support(torch, device, *, probe: bool = True) -> dict[str, str | None
     for dtype, reason in support.items():
         if probe and reason is None and dtype != "tf32":
             try:
-                probe_ = torch.ones(8, 8, dtype=getattr(torch, _TORCH_DTYPES[dtype]), device=device)
+                dtype_ = getattr(torch, TORCH_DTYPE_NAMES[dtype])
+                probe_ = torch.ones(8, 8, dtype=dtype_, device=device)
                 probe_ @ probe_
             except (RuntimeError, TypeError) as exc:
                 support[dtype] = f"matmul in {dtype} is not supported here ({exc})"
@@ -203,7 +205,6 @@ def _problem_sizes(device, quick: bool) -> dict[str, int]:
     }
 
 
-_TORCH_DTYPES = {"fp32": "float32", "tf32": "float32", "bf16": "bfloat16", "fp16": "float16"}
 
 
 def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[list, list]:
@@ -212,7 +213,7 @@ def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[lis
         if reason:
             skipped.append({"name": "matmul", "dtype": dtype, "reason": reason})
             continue
-        a = torch.randn(n, n, device=device, dtype=getattr(torch, _TORCH_DTYPES[dtype]))
+        a = torch.randn(n, n, device=device, dtype=getattr(torch, TORCH_DTYPE_NAMES[dtype]))
         b = torch.randn_like(a)
         with tf32(dtype == "tf32"):
             result = bench(lambda a=a, b=b: a @ b, f"matmul {dtype}")
@@ -241,7 +242,7 @@ def _transfers(torch, device, nbytes: int, bench: Callable) -> list[dict]:
 
 
 def _train_step(torch, device, bench: Callable) -> dict:
-    from gpulab.provenance import seed_everything
+    from gpulab.measure.provenance import seed_everything
 
     seed_everything(0)
     layers = []
@@ -283,9 +284,9 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     """
     import torch
 
-    from gpulab.bench import benchmark, synchronize
-    from gpulab.device import best_device, detect_device
-    from gpulab.provenance import provenance
+    from gpulab.measure.bench import benchmark, synchronize
+    from gpulab.measure.device import best_device, detect_device
+    from gpulab.measure.provenance import provenance
 
     flag("quick", quick)
     if not isinstance(notes, str):

@@ -9,13 +9,13 @@ gets the same answer everywhere:
   ``s`` tokens, is known). A CNN costs 3 × its forward FLOPs per image (backward ≈ 2 ×
   forward). See :func:`training_flops_per_token` and :func:`training_flops_per_sample`.
 * **Peak.** The registry's peak at the precision's arithmetic
-  (:func:`gpulab.precision.peak_precision`: ``amp_bf16`` runs at the BF16 peak). Without a
+  (:func:`gpulab.hardware.precision.peak_precision`: ``amp_bf16`` runs at the BF16 peak). Without a
   precision, a device trains in the best one its datasheet has (:func:`training_precision`).
 * **Utilisation.** The fraction of peak a run sustains: an assumption, stated with every
   prediction, :data:`DEFAULT_UTILISATION` unless you say otherwise.
 * **Several GPUs.** Data parallelism with the global batch fixed: each GPU computes
   ``1/n_gpus`` of every step, then the gradients (``n_params ×`` :func:`gradient_bytes`)
-  are all-reduced over a link, step by step (:func:`gpulab.comms.dp_step_time`). Without a
+  are all-reduced over a link, step by step (:func:`gpulab.dp_step_time`). Without a
   link the GPUs are assumed to scale perfectly.
 
 Every result is a **prediction** from datasheet peaks, printed with its inputs.
@@ -28,7 +28,6 @@ See also the chapters "Choosing a GPU" (``book/choosing_gpu.md``) and the case s
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -38,25 +37,26 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
-    resolve_spec,
     sentences,
     text,
 )
-from gpulab.precision import peak_precision
+from gpulab.costmodels.published_models import named_model_or_none
+from gpulab.hardware.precision import peak_precision
+from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_duration
 
 __all__ = [
     "DEFAULT_UTILISATION",
     "IMAGENET_1K_TRAIN_IMAGES",
-    "NAMED_MODELS",
     "TIME_PRECISIONS",
-    "NamedModel",
     "ScalingEstimate",
     "TimeToTrain",
     "TrainingJob",
     "epoch_seconds",
-    "get_model",
     "gradient_bytes",
+    "hfu",
+    "mfu",
+    "recompute_flops",
     "resnet_training_job",
     "scaling_estimate",
     "time_to_train",
@@ -88,134 +88,6 @@ _GRADIENT_BYTES = {"fp32": 4, "tf32": 4, "amp_fp16": 4, "amp_bf16": 4, "fp16": 2
 
 # Backward ≈ 2 × forward: a gradient for each layer's input and one for its weights.
 _BACKWARD_FACTOR = 2.0
-
-
-@dataclass(frozen=True)
-class NamedModel:
-    """A well-known model: its published size and the shape the cost formulas need.
-
-    Attributes
-    ----------
-    name : str
-    family : {"transformer", "cnn"}
-    n_params : int
-        Parameter count as published (embeddings included).
-    source : str
-        Where ``n_params`` and the shape come from (paper and URL).
-    cite : str
-        The bibliography key the book cites it with.
-    layers, hidden, heads : int, optional
-        Transformer shape (layers L, hidden size h, attention heads a).
-    seq_len : int, optional
-        Transformer context length used in pre-training.
-    image_size : int, optional
-        CNN input side in pixels at which ``forward_flops`` is quoted.
-    forward_flops : float, optional
-        CNN forward FLOPs per image at ``image_size`` (one multiply-add = 2 FLOPs).
-    """
-
-    name: str
-    family: str
-    n_params: int
-    source: str
-    cite: str
-    layers: int | None = None
-    hidden: int | None = None
-    heads: int | None = None
-    seq_len: int | None = None
-    image_size: int | None = None
-    forward_flops: float | None = None
-
-    def __post_init__(self) -> None:
-        for name in ("name", "source", "cite"):
-            text(name, getattr(self, name))
-        choice("family", self.family, ("transformer", "cnn"))
-        positive_int("n_params", self.n_params)
-        for name in ("layers", "hidden", "heads", "seq_len", "image_size"):
-            if getattr(self, name) is not None:
-                positive_int(name, getattr(self, name))
-        if self.forward_flops is not None:
-            positive_number("forward_flops", self.forward_flops)
-
-
-#: Models known by name, with their published sizes.
-NAMED_MODELS = {
-    m.name: m
-    for m in (
-        NamedModel(
-            "ResNet-50", "cnn", 25_557_032,
-            "torchvision ResNet-50 (v1.5): 25,557,032 parameters, 4.09 G multiply-adds at "
-            "224x224; https://pytorch.org/vision/stable/models/generated/"
-            "torchvision.models.resnet50.html",
-            "he2016resnet", image_size=224, forward_flops=2 * 4.09e9,
-        ),
-        NamedModel(
-            "BERT-base", "transformer", 110_000_000,
-            "Devlin et al. 2019: L=12, H=768, A=12, 110M parameters, sequences of 512 tokens; "
-            "https://arxiv.org/abs/1810.04805",
-            "devlin2019bert", layers=12, hidden=768, heads=12, seq_len=512,
-        ),
-        NamedModel(
-            "BERT-large", "transformer", 340_000_000,
-            "Devlin et al. 2019: L=24, H=1024, A=16, 340M parameters, sequences of 512 tokens; "
-            "https://arxiv.org/abs/1810.04805",
-            "devlin2019bert", layers=24, hidden=1024, heads=16, seq_len=512,
-        ),
-        NamedModel(
-            "GPT-2 XL", "transformer", 1_542_000_000,
-            "Radford et al. 2019, Table 2: 1542M parameters, 48 layers, d_model 1600, "
-            "context 1024; 25 heads in the released hparams (https://github.com/openai/gpt-2)",
-            "radford2019gpt2", layers=48, hidden=1600, heads=25, seq_len=1024,
-        ),
-        NamedModel(
-            "Llama-2-7B", "transformer", 6_700_000_000,
-            "Touvron et al. 2023 (LLaMA, Table 2): 6.7B parameters, dimension 4096, 32 heads, "
-            "32 layers; Llama 2 keeps this shape with a 4096-token context "
-            "(https://arxiv.org/abs/2307.09288)",
-            "touvron2023llama2", layers=32, hidden=4096, heads=32, seq_len=4096,
-        ),
-        NamedModel(
-            "GPT-3 175B", "transformer", 175_000_000_000,
-            "Brown et al. 2020, Table 2.1: 175.0B parameters, 96 layers, d_model 12288, "
-            "96 heads, context 2048; https://arxiv.org/abs/2005.14165",
-            "brown2020gpt3", layers=96, hidden=12288, heads=96, seq_len=2048,
-        ),
-    )
-}  # fmt: skip
-
-
-def _words(text: str) -> str:
-    return "".join(re.findall(r"[a-z0-9]+", text.lower()))
-
-
-def _lookup_model(param: str, name) -> NamedModel:
-    """The named model called ``name``; a ValueError naming ``param`` if there is none."""
-    if isinstance(name, str):
-        for model in NAMED_MODELS.values():
-            if _words(model.name) == _words(name):
-                return model
-    raise ValueError(f"{param}={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
-
-
-def get_model(name: str) -> NamedModel:
-    """A named model, looked up forgivingly (``"bert base"``, ``"BERT-base"``, ``"resnet50"``).
-
-    Examples
-    --------
-    >>> import gpulab as gl
-    >>> gl.get_model("bert large").n_params
-    340000000
-    """
-    return _lookup_model("name", name)
-
-
-def _named(value, param: str = "model") -> NamedModel | None:
-    """A NamedModel for a name or NamedModel; None for a parameter count."""
-    if isinstance(value, NamedModel):
-        return value
-    if isinstance(value, str):
-        return _lookup_model(param, value)
-    return None
 
 
 def training_flops_per_token(
@@ -278,7 +150,7 @@ def training_flops_per_sample(
     >>> gl.training_flops_per_sample(1_000_000, seq_len=100)
     600000000.0
     """
-    named = _named(model)
+    named = named_model_or_none(model)
     if seq_len is not None:
         seq_len = positive_int("seq_len", seq_len)
     if image_size is not None:
@@ -451,7 +323,7 @@ def transformer_training_job(
     >>> job.flops == 1e9 * (6 * 1e6 + 6 * 2 * 128 * 64)
     True
     """
-    named = _named(model)
+    named = named_model_or_none(model)
     text("name", name, optional=True)
     if named is not None:
         if named.family != "transformer":
@@ -523,7 +395,7 @@ class TimeToTrain:
     assumptions: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from gpulab.specs import DeviceSpec
+        from gpulab.hardware.specs import DeviceSpec
 
         if not isinstance(self.job, TrainingJob):
             raise ValueError(f"job={self.job!r} must be a TrainingJob")
@@ -595,7 +467,7 @@ def time_to_train(
     Without a ``link`` that is the prediction (the GPUs scale perfectly: an upper bound on
     speed). With one, the job runs data-parallel with its global batch fixed: every one of
     ``job.steps`` steps computes ``compute / steps`` and then all-reduces ``job.n_params ×``
-    :func:`gradient_bytes` bytes (ring) over the link, by :func:`gpulab.comms.dp_step_time`.
+    :func:`gradient_bytes` bytes (ring) over the link, by :func:`gpulab.dp_step_time`.
 
     Parameters
     ----------
@@ -624,7 +496,7 @@ def time_to_train(
     >>> t.hours, t.precision
     (2.0, 'amp_bf16')
     """
-    from gpulab.comms import _as_link, dp_step_time
+    from gpulab.costmodels.comms import _as_link, dp_step_time
 
     if not isinstance(job, TrainingJob):
         raise ValueError(f"job={job!r} must be a TrainingJob (gl.resnet_training_job, ...)")
@@ -660,7 +532,7 @@ def time_to_train(
     notes.append(
         f"{job.steps:,} steps, global batch fixed; {grad / 1e6:,.0f} MB of {precision} "
         f"gradients all-reduced per step (ring) over {the_link.name}, "
-        f"{the_link.bandwidth_gbs:g} GB/s per GPU each way; overlap {overlap:.0%}"
+        f"{the_link.bandwidth / 1e9:g} GB/s per GPU each way; overlap {overlap:.0%}"
     )
     return TimeToTrain(
         job, found, n_gpus, precision, peak, u, job.steps * step.total_s,
@@ -790,7 +662,7 @@ def scaling_estimate(
     """
     tokens = positive_number("tokens_per_gpu", tokens_per_gpu)
     n_gpus = positive_int("n_gpus", n_gpus)
-    named = _named(model)
+    named = named_model_or_none(model)
     if named is not None and named.family != "transformer":
         raise ValueError(f"model={named.name!r} is not a transformer")
     if named is None:
@@ -814,3 +686,123 @@ def scaling_estimate(
         overlap=overlap,
     )  # fmt: skip
     return ScalingEstimate(label, tokens, prediction)
+
+
+# --------------------------------------------------------------------------- utilisation
+# MFU and HFU: how much of the peak a training run used.
+#
+# Model and hardware FLOPs utilisation (MFU, HFU): how much of the peak a training run used.
+#
+# * **MFU** (model FLOPs utilisation, Chowdhery et al. 2022, PaLM, Appendix B) counts only the
+#   FLOPs the model needs: forward and backward once, about ``6·N`` per token for a transformer
+#   of ``N`` parameters. It is the fair figure for comparing runs: recomputation, padding or a
+#   slow kernel cannot raise it.
+# * **HFU** (hardware FLOPs utilisation, Korthikanti et al. 2022) counts the FLOPs the hardware
+#   really did, recomputed forward passes included. It is at least the MFU, and says how busy
+#   the arithmetic units were.
+#
+# Both divide by the time the step took on all GPUs and by their peak:
+# ``flops_per_step / (step_time_s · n_gpus · peak_flops)``. The peak is the datasheet's on a GPU
+# (:meth:`DeviceSpec.peak <gpulab.hardware.specs.DeviceSpec.peak>`) and the estimate of
+# :func:`gpulab.estimate_cpu_peak` on a CPU.
+#
+
+
+def _utilisation(flops_per_step, step_time_s, peak_flops, n_gpus, flops_name: str) -> float:
+    flops = positive_number(flops_name, flops_per_step)
+    time_s = positive_number("step_time_s", step_time_s)
+    peak = positive_number("peak_flops", peak_flops)
+    n = positive_int("n_gpus", n_gpus)
+    return flops / (time_s * n * peak)
+
+
+def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float, n_gpus: int = 1):
+    """Model FLOPs utilisation: the model's FLOPs per step over what the hardware could do.
+
+    Parameters
+    ----------
+    model_flops_per_step : float
+        FLOPs one training step needs without recomputation (forward + backward), e.g.
+        ``6 · N · tokens`` for a transformer or ``gl.count_flops(model, x, backward=True)``.
+    step_time_s : float
+        Measured time of one step, in seconds.
+    peak_flops : float
+        Peak FLOP/s of one device at the precision the step ran in.
+    n_gpus : int
+        Devices that shared the step.
+
+    Returns
+    -------
+    float
+        A fraction; above 1 means the peak was underestimated (or the FLOPs overcounted).
+
+    Examples
+    --------
+    PaLM 540B's reported 46.2% MFU (Chowdhery et al. 2022, Table 3) from 238.3 K tokens/s on
+    6,144 TPU v4 chips of 275 TFLOP/s, at 6·N FLOPs per token plus attention:
+
+    >>> import gpulab as gl
+    >>> tpu_v4 = gl.get_spec("TPU v4").peak("bf16")   # 275 TFLOP/s, from the registry
+    >>> round(gl.mfu(238.3e3 * 6 * 540e9, 1.0, tpu_v4, n_gpus=6144), 3)   # 6·N only
+    0.457
+    >>> gl.mfu(6e12, 2.0, 1e12, n_gpus=4)
+    0.75
+    >>> gl.mfu(6e12, 0, 1e12)
+    Traceback (most recent call last):
+    ...
+    ValueError: step_time_s=0 must be a positive number
+    """
+    return _utilisation(
+        model_flops_per_step, step_time_s, peak_flops, n_gpus, "model_flops_per_step"
+    )
+
+
+def hfu(hardware_flops_per_step: float, step_time_s: float, peak_flops: float, n_gpus: int = 1):
+    """Hardware FLOPs utilisation: FLOPs the hardware really ran (recomputation included).
+
+    Same arithmetic as :func:`mfu`, with the FLOPs of recomputed forward passes counted,
+    e.g. from :func:`recompute_flops` or by counting the operators that ran.
+
+    Examples
+    --------
+    With every forward pass recomputed once, the hardware does 8·N instead of 6·N per token:
+
+    >>> import gpulab as gl
+    >>> model = 6e12
+    >>> gl.mfu(model, 1.0, 10e12), gl.hfu(gl.recompute_flops(model), 1.0, 10e12)
+    (0.6, 0.8)
+    """
+    return _utilisation(
+        hardware_flops_per_step, step_time_s, peak_flops, n_gpus, "hardware_flops_per_step"
+    )
+
+
+def recompute_flops(model_flops_per_step: float, recomputed_fraction: float = 1.0) -> float:
+    """FLOPs a step runs when ``recomputed_fraction`` of the forward pass is recomputed.
+
+    The forward pass is a third of ``forward + backward`` (the backward computes two
+    products per forward product: gradients of the inputs and of the weights), so
+    recomputing all of it adds a third: ``model · (1 + recomputed_fraction / 3)``, the
+    "33% more compute" rule of thumb for full activation checkpointing (Chen et al. 2016).
+
+    Parameters
+    ----------
+    model_flops_per_step : float
+        FLOPs of one step without recomputation.
+    recomputed_fraction : float
+        Share of the forward FLOPs run a second time in the backward pass: 1 for full
+        checkpointing, 0 for none, in between for selective recomputation.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.recompute_flops(6e12), gl.recompute_flops(6e12, 0.0)
+    (8000000000000.0, 6000000000000.0)
+    >>> gl.recompute_flops(6e12, 1.5)
+    Traceback (most recent call last):
+    ...
+    ValueError: recomputed_fraction=1.5 must be a fraction from 0 to 1
+    """
+    flops = positive_number("model_flops_per_step", model_flops_per_step)
+    share = fraction("recomputed_fraction", recomputed_fraction)
+    return flops * (1.0 + share / 3.0)

@@ -22,8 +22,8 @@ from dataclasses import dataclass, field
 from numbers import Real
 
 from gpulab._checks import choice, non_negative_int, non_negative_number, positive_int, text
-from gpulab.bench import synchronize
-from gpulab.device import best_device
+from gpulab.measure.bench import synchronize
+from gpulab.measure.device import best_device
 
 __all__ = ["TrainStats", "train"]
 

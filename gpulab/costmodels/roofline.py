@@ -11,7 +11,7 @@ the memory interface, so a kernel whose working set fits in a cache can beat the
 bandwidth roof: measure bandwidth-bound kernels on arrays several times the last-level
 cache, or expect negative errors.
 
-The two ceilings come either from a datasheet (a :class:`~gpulab.specs.DeviceSpec` from the
+The two ceilings come either from a datasheet (a :class:`~gpulab.hardware.specs.DeviceSpec` from the
 registry) or from measurements of the machine at hand (:func:`measure_ceilings`, which
 returns :class:`Ceilings`). :func:`plot_roofline` draws either kind, with kernels on it.
 
@@ -25,16 +25,9 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from gpulab._checks import (
-    choice,
-    flag,
-    non_negative_number,
-    positive_int,
-    positive_number,
-    resolve_spec,
-)
-from gpulab.precision import PEAK_PRECISIONS, tf32
-from gpulab.specs import DeviceSpec
+from gpulab._checks import choice, flag, non_negative_number, positive_int, positive_number
+from gpulab.hardware.precision import PEAK_PRECISIONS, TORCH_DTYPE_NAMES
+from gpulab.hardware.specs import DeviceSpec, resolve_spec
 from gpulab.units import format_bytes, format_duration, format_rate
 
 __all__ = [
@@ -50,7 +43,7 @@ __all__ = [
 ]
 
 #: Precisions a ceiling can be for: the registry's peaks, and FP64 for measured ceilings.
-_CEILING_PRECISIONS = (*PEAK_PRECISIONS, "fp64")
+_CEILING_PRECISIONS = PEAK_PRECISIONS
 
 
 def _name(label: str, value) -> str:
@@ -110,8 +103,7 @@ class Ceilings:
     device_name : str
         What the ceilings belong to (a registry name, or the local device's name).
     precision : str
-        Precision of the compute ceiling, one of :data:`gpulab.PEAK_PRECISIONS` or
-        ``"fp64"``.
+        Precision of the compute ceiling, one of :data:`gpulab.PEAK_PRECISIONS`.
     peak_flops : float
         Compute ceiling in FLOP/s.
     memory_bandwidth : float
@@ -371,13 +363,6 @@ def predict_time(
     return _ceilings(spec, precision).predict(flops, bytes_moved)
 
 
-_TORCH_DTYPES = {
-    "fp64": "float64",
-    "fp32": "float32",
-    "tf32": "float32",
-    "fp16": "float16",
-    "bf16": "bfloat16",
-}
 
 
 def measure_ceilings(
@@ -404,7 +389,7 @@ def measure_ceilings(
     ----------
     device : str or torch.device, optional
         Default: :func:`gpulab.best_device`.
-    precision : {"fp32", "tf32", "fp16", "bf16", "fp64"}
+    precision : {"fp32", "tf32", "fp16", "bf16"}
         Precision of the matmul. ``"fp32"`` switches TF32 off on CUDA for the measurement;
         ``"tf32"`` switches it on.
     copy_bytes : int, optional
@@ -437,14 +422,13 @@ def measure_ceilings(
     """
     import torch
 
-    from gpulab.bench import benchmark
-    from gpulab.cpu import cpu_model
-    from gpulab.device import best_device
-    from gpulab.sizing import scale
+    from gpulab.measure.bench import benchmark
+    from gpulab.measure.cpu import cpu_model
+    from gpulab.measure.device import scale, tf32, torch_device
 
-    if not isinstance(precision, str) or precision not in _TORCH_DTYPES:
+    if not isinstance(precision, str) or precision not in TORCH_DTYPE_NAMES:
         raise ValueError(
-            f"precision={precision!r} cannot be measured; use one of {', '.join(_TORCH_DTYPES)}"
+            f"precision={precision!r} cannot be measured; use one of {', '.join(TORCH_DTYPE_NAMES)}"
         )
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
     if num_threads is not None:
@@ -458,10 +442,7 @@ def measure_ceilings(
         positive_int("matmul_n", matmul_n)
         if matmul_n < 16:
             raise ValueError(f"matmul_n={matmul_n!r} must be an integer of at least 16")
-    try:
-        dev = torch.device(best_device() if device is None else device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not a torch device: {exc}") from None
+    dev = torch_device(device)
     copy_bytes = scale(cpu=128 * 2**20, gpu=2**30, device=dev) if copy_bytes is None else copy_bytes
     matmul_n = scale(cpu=1024, gpu=8192, device=dev) if matmul_n is None else matmul_n
 
@@ -474,7 +455,7 @@ def measure_ceilings(
 
     bandwidth = 2 * src.nbytes / best(lambda: dst.copy_(src), "copy")
 
-    torch_dtype = getattr(torch, _TORCH_DTYPES[precision])
+    torch_dtype = getattr(torch, TORCH_DTYPE_NAMES[precision])
     a = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
@@ -550,7 +531,7 @@ def plot_roofline(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from gpulab.plotting import COLORS
+    from gpulab.labkit.plotting import COLORS
 
     roofs = _as_ceilings_list(ceilings, precision)
     if isinstance(points, (str, RooflinePoint)) or not isinstance(points, Sequence):

@@ -24,8 +24,8 @@ def provenance(info=None) -> dict:
     info : DeviceInfo, optional
         Use this instead of probing the machine.
     """
-    from gpulab import __version__
-    from gpulab.device import DeviceInfo, detect_device
+    from gpulab._version import __version__
+    from gpulab.measure.device import DeviceInfo, detect_device
 
     if info is not None and not isinstance(info, DeviceInfo):
         raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device()) or None")

@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from gpulab._checks import non_negative_int, positive_int, resolve_spec, text
+from gpulab._checks import non_negative_int, positive_int, text
+from gpulab.hardware.specs import resolve_spec
 
 __all__ = ["SmArchitecture", "list_sm_architectures", "sm_architecture"]
 

@@ -13,11 +13,12 @@ import csv
 import difflib
 import functools
 import re
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import resources
 
 from gpulab._checks import choice, positive_int, positive_number, text
-from gpulab.precision import PEAK_PRECISIONS, peak_precision
+from gpulab.hardware.precision import PEAK_PRECISIONS, peak_precision
 
 __all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES", "STATUSES"]
 
@@ -338,12 +339,12 @@ def get_spec(name: str) -> DeviceSpec:
     find_spec : the entry for a name as a driver reports it.
     """
     try:
-        return _lookup(name)
+        return lookup(name)
     except ValueError as exc:
         raise ValueError(f"name={name!r}: {exc}") from None
 
 
-def _lookup(name) -> DeviceSpec:
+def lookup(name) -> DeviceSpec:
     """:func:`get_spec` without the parameter's name in its errors (callers add theirs)."""
     if not isinstance(name, str) or not name.strip():
         raise ValueError("give a device name such as 'A100 80GB' or 'T4'")
@@ -385,7 +386,7 @@ def _mismatch(spec: DeviceSpec, form, size_gb, memory_type, extra) -> str | None
     return None
 
 
-def _match_driver_name(device_name: str) -> tuple[DeviceSpec | None, str]:
+def match_driver_name(device_name: str) -> tuple[DeviceSpec | None, str]:
     """The registry entry for a driver's device name, and one sentence saying why.
 
     Used by :func:`find_spec` and by the modules that explain a missing entry to the reader.
@@ -455,4 +456,39 @@ def find_spec(device_name: str) -> DeviceSpec | None:
     >>> gl.find_spec("NVIDIA GeForce GTX 1050") is None
     True
     """
-    return _match_driver_name(device_name)[0]
+    return match_driver_name(device_name)[0]
+
+
+def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):
+    """A registry entry from a :class:`~gpulab.hardware.specs.DeviceSpec` or a forgiving name.
+
+    Unknown or ambiguous names raise ``ValueError`` naming the parameter and listing the
+    close registry names; ``kinds`` (e.g. ``("gpu",)``) restricts what is accepted.
+
+    Examples
+    --------
+    >>> resolve_spec("spec", "t4").name
+    'Tesla T4'
+    >>> resolve_spec("spec", "Z9000")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: spec='Z9000': no device called 'Z9000' in the registry; close names: ...
+    """
+    if isinstance(value, DeviceSpec):
+        spec = value
+    elif isinstance(value, str):
+        try:
+            spec = lookup(value)
+        except ValueError as exc:
+            raise ValueError(f"{name}={value!r}: {exc}") from None
+    else:
+        raise TypeError(
+            f"{name}={value!r} must be a registry name such as 'A100 80GB' or a DeviceSpec "
+            "(gl.list_specs() lists them)"
+        )
+    if kinds is not None and spec.kind not in kinds:
+        raise ValueError(
+            f"{name}={value!r} is a {spec.kind.upper()} ({spec.name}); "
+            f"this needs a {' or '.join(k.upper() for k in kinds)}"
+        )
+    return spec

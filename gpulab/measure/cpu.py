@@ -153,7 +153,7 @@ def _physical_cores(cpuinfo: str, allowed: set[int]) -> int | None:
     return len(cores) or None
 
 
-def _cores_for_peak() -> tuple[int, str]:
+def cores_for_peak() -> tuple[int, str]:
     """Physical cores this process may use, and what was counted."""
     allowed = _allowed_cpus()
     physical = _physical_cores(_cpuinfo(), allowed)
@@ -228,7 +228,7 @@ def estimate_cpu_peak(
     (AVX2: 8 FP32 lanes × 2 for FMA × 2 FMA units) = 384 GFLOP/s
     """
     if cores is None:
-        cores, cores_basis = _cores_for_peak()
+        cores, cores_basis = cores_for_peak()
     else:
         cores, cores_basis = positive_int("cores", cores), "cores"
     fma_units = positive_int("fma_units", fma_units)
@@ -276,7 +276,7 @@ def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time_s: flo
     >>> gl.measure_memory_bandwidth(array_bytes=2**20, min_run_time_s=0.05) > 1e8
     True
     """
-    from gpulab.bench import benchmark
+    from gpulab.measure.bench import benchmark
 
     array_bytes = positive_int("array_bytes", array_bytes)
     if array_bytes < 1024:

@@ -18,14 +18,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab._checks import (
-    choice,
-    non_negative_int,
-    positive_int,
-    positive_number,
-    resolve_spec,
-    text,
-)
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number, text
+from gpulab.hardware.specs import resolve_spec
 
 __all__ = ["Occupancy", "WavePrediction", "matmul_waves", "occupancy"]
 
@@ -123,7 +117,7 @@ def occupancy(
     >>> gl.occupancy("T4", 256, 32).fraction
     1.0
     """
-    from gpulab.sm import sm_architecture
+    from gpulab.hardware.sm import sm_architecture
 
     arch = sm_architecture(spec)
     device = spec.name if hasattr(spec, "name") else _device_name(spec)
@@ -243,7 +237,7 @@ def matmul_waves(spec, n: int, *, tile: int = 128, precision: str = "fp16") -> W
     >>> p.tiles, p.waves, round(p.efficiency, 3)
     (576, 6, 0.889)
     """
-    from gpulab.precision import PEAK_PRECISIONS
+    from gpulab.hardware.precision import PEAK_PRECISIONS
 
     device = resolve_spec("spec", spec, kinds=("gpu",))
     n = positive_int("n", n)

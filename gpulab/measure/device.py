@@ -10,18 +10,37 @@ See also the chapter "What a GPU is" (``book/gpu_basics.md``) and ``python -m gp
 
 from __future__ import annotations
 
+import contextlib
 import os
 import platform
+import re
 import sys
 from dataclasses import dataclass, field
 from importlib import metadata
+from typing import TypeVar
 
-from gpulab._checks import choice, non_negative_int, positive_int, text
-from gpulab.cpu import cpu_cores, cpu_model
+from gpulab._checks import choice, flag, non_negative_int, positive_int, text
+from gpulab.hardware.precision import TORCH_DTYPE_NAMES
+from gpulab.measure.cpu import cpu_cores, cpu_model
 from gpulab.units import format_bytes
 
-__all__ = ["DeviceInfo", "detect_device", "best_device", "advice", "doctor", "in_colab"]
+__all__ = [
+    "DEVICE_KINDS",
+    "DeviceInfo",
+    "advice",
+    "best_device",
+    "detect_device",
+    "doctor",
+    "in_colab",
+    "scale",
+    "supported_precisions",
+    "tf32",
+    "torch_device",
+]
 
+#: The kinds of torch device the course runs on.
+DEVICE_KINDS = ("cpu", "cuda", "mps")
+_DEVICE_NAME = re.compile(r"^(cpu|cuda|mps)(:\d+)?$")
 _CUPY_WHEELS = ("cupy-cuda11x", "cupy-cuda12x", "cupy-cuda13x", "cupy")
 
 
@@ -236,6 +255,53 @@ def best_device():
     return torch.device("cpu")
 
 
+def torch_device(device=None, *, name: str = "device"):
+    """The one check of a ``device=`` argument: a :class:`torch.device` for it.
+
+    Accepts a :class:`torch.device` or a name torch understands of a kind in
+    :data:`DEVICE_KINDS` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``); None means
+    :func:`best_device`. The device need not be present: ``"cuda"`` is a valid answer to
+    "which device?" on a machine without one (the cost models size for it).
+
+    Raises
+    ------
+    TypeError
+        For anything but None, a str or a torch.device.
+    ValueError
+        For a name that is not one of those devices.
+
+    Examples
+    --------
+    >>> torch_device("cuda:1")
+    device(type='cuda', index=1)
+    >>> torch_device("banana")  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    ValueError: device='banana' is not a device; use 'cpu', 'cuda', 'cuda:N', 'mps' or a ...
+    """
+    if device is None:
+        return best_device()
+    if isinstance(device, str):
+        if not _DEVICE_NAME.match(device):
+            raise ValueError(
+                f"{name}={device!r} is not a device; use 'cpu', 'cuda', 'cuda:N', 'mps' "
+                "or a torch.device"
+            )
+        import torch
+
+        return torch.device(device)
+    import torch
+
+    if not isinstance(device, torch.device):
+        raise TypeError(
+            f"{name}={device!r} must be a torch.device or a device name such as 'cuda', "
+            f"not {type(device).__name__}"
+        )
+    if device.type not in DEVICE_KINDS:
+        raise ValueError(f"{name}={device!r}: the course runs on {', '.join(DEVICE_KINDS)}")
+    return device
+
+
 def _check_info(info) -> DeviceInfo:
     if not isinstance(info, DeviceInfo):
         raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
@@ -350,3 +416,155 @@ def doctor(info: DeviceInfo | None = None, file=None) -> DeviceInfo:
         raise ValueError(f"file={file!r} must be a writable file-like object, or None")
     print(_report(info), file=file or sys.stdout)
     return info
+
+
+# The precisions supported_precisions reports on: the ones a matmul can run in.
+_MATMUL_PRECISIONS = tuple(TORCH_DTYPE_NAMES)
+
+
+def supported_precisions(device=None) -> dict[str, str | None]:
+    """For each matmul precision, None when ``device`` runs it natively, else the reason.
+
+    On a CUDA GPU the answer follows the compute capability (https://developer.nvidia.com/cuda-gpus
+    lists each GPU's): FP16 Tensor Cores came with Volta (7.0), TF32 and BF16 Tensor Cores
+    with Ampere (8.0). Below 8.0 TF32 does not exist, so switching it on changes nothing and
+    a "tf32" matmul is really FP32; BF16 still runs (torch emulates it) but without Tensor
+    Cores. On a CPU TF32 does not exist either; FP32, FP16 and BF16 all run (16-bit ones fast
+    only on CPUs with matrix or BF16 instructions).
+
+    Parameters
+    ----------
+    device : torch.device or str, optional
+        The device to ask about; default :func:`gpulab.best_device`.
+
+    Returns
+    -------
+    dict
+        ``{"fp32": ..., "tf32": ..., "fp16": ..., "bf16": ...}``: None for a precision the
+        device runs natively, otherwise one sentence saying why not.
+
+    Examples
+    --------
+    >>> supported_precisions("cpu")["tf32"]
+    'TF32 is a mode of NVIDIA Tensor Cores (compute capability 8.0 or later); a CPU has none'
+    >>> supported_precisions("cpu")["fp32"] is None
+    True
+    """
+    import torch
+
+    dev = torch_device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: this machine has no CUDA GPU")
+    support: dict[str, str | None] = dict.fromkeys(_MATMUL_PRECISIONS)
+    if dev.type != "cuda":
+        support["tf32"] = (
+            "TF32 is a mode of NVIDIA Tensor Cores (compute capability 8.0 or later); "
+            f"a {dev.type.upper()} has none"
+        )
+        return support
+    major, minor = torch.cuda.get_device_capability(dev)
+    this = f"this GPU: {major}.{minor}"
+    if (major, minor) < (8, 0):
+        support["tf32"] = (
+            f"TF32 needs compute capability 8.0 or later ({this}): a tf32 matmul here is FP32"
+        )
+        support["bf16"] = (
+            f"BF16 Tensor Cores need compute capability 8.0 or later ({this}): "
+            "BF16 runs without Tensor Cores"
+        )
+    if major < 7:
+        support["fp16"] = (
+            f"FP16 Tensor Cores need compute capability 7.0 or later ({this}): "
+            "FP16 runs without Tensor Cores"
+        )
+    return support
+
+
+def tf32(enabled: bool):
+    """Context manager: TF32 on (or off) for FP32 matmuls and cuDNN convolutions, then restored.
+
+    TF32 is FP32 storage with Tensor Core arithmetic on a 10-bit mantissa (Ampere and later),
+    a switch rather than a dtype. ``tf32(False)`` makes "fp32" mean IEEE FP32 even for
+    convolutions, which cuDNN otherwise runs in TF32 by default. Uses PyTorch's
+    ``fp32_precision`` settings ("ieee"/"tf32") where they exist and the older
+    ``allow_tf32`` flags otherwise (reading the old flags raises once the new ones were set);
+    whatever was set before is restored on exit, also when the block raises. On a CPU nothing
+    changes what runs.
+
+    Parameters
+    ----------
+    enabled : bool
+        True for TF32, False for IEEE FP32.
+
+    Examples
+    --------
+    >>> import torch
+    >>> with tf32(False):
+    ...     c = torch.ones(2, 2) @ torch.ones(2, 2)
+    >>> c.sum().item()
+    8.0
+    """
+    flag("enabled", enabled)
+    return _tf32(enabled)
+
+
+@contextlib.contextmanager
+def _tf32(enabled: bool):
+    import torch
+
+    matmul, cudnn = torch.backends.cuda.matmul, torch.backends.cudnn
+    conv = getattr(cudnn, "conv", None)
+    if hasattr(matmul, "fp32_precision") and hasattr(conv, "fp32_precision"):
+        switches, value = (
+            [(matmul, "fp32_precision"), (conv, "fp32_precision")],
+            ("tf32" if enabled else "ieee"),
+        )
+    else:
+        switches, value = [(matmul, "allow_tf32"), (cudnn, "allow_tf32")], enabled
+    before = [(owner, name, getattr(owner, name)) for owner, name in switches]
+    try:
+        for owner, name in switches:
+            setattr(owner, name, value)
+        yield
+    finally:
+        for owner, name, old in reversed(before):
+            setattr(owner, name, old)
+
+
+T = TypeVar("T")
+
+
+def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
+    """Return the value meant for the device the lab runs on.
+
+    Parameters
+    ----------
+    cpu : any
+        Value for a CPU-only machine (keep the lab to about a minute on 2 cores).
+    gpu : any
+        Value for a CUDA GPU.
+    mps : any, optional
+        Value for an Apple GPU; defaults to ``cpu`` (they are far smaller than CUDA cards).
+    device : str, torch.device or DeviceInfo, optional
+        The device to size for (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``); default
+        :func:`gpulab.best_device`.
+
+    Raises
+    ------
+    ValueError
+        For a device that is none of CPU, CUDA or MPS.
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> gl.scale(cpu=512, gpu=8192, device="cpu")
+    512
+    >>> gl.scale(cpu=512, gpu=8192, device="cuda")
+    8192
+    """
+    kind = device.kind if isinstance(device, DeviceInfo) else torch_device(device).type
+    if kind == "cuda":
+        return gpu
+    if kind == "mps" and mps is not None:
+        return mps
+    return cpu

@@ -29,7 +29,8 @@ import threading
 import time
 from dataclasses import dataclass
 
-from gpulab._checks import flag, positive_int, positive_number, resolve_spec, text
+from gpulab._checks import flag, positive_int, positive_number, text
+from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_duration
 
 __all__ = [
@@ -91,7 +92,7 @@ def cpu_watts_per_core() -> tuple[float, str]:
     >>> watts
     4.375
     """
-    from gpulab.specs import list_specs
+    from gpulab.hardware.specs import list_specs
 
     per_core = {}
     for spec in list_specs("cpu"):
@@ -131,7 +132,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
     >>> gl.assumed_power("cuda", spec="T4").watts
     70.0
     """
-    from gpulab.cpu import _cores_for_peak
+    from gpulab.measure.cpu import cores_for_peak
 
     kind = str(device).split(":")[0]
     if cores is not None:
@@ -142,7 +143,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
             raise ValueError(f"{entry.name} has no TDP in the registry; pass another spec=")
         if entry.kind == "cpu":
             socket_cores = _cores_in_notes(entry.notes)
-            used = cores or _cores_for_peak()[0]
+            used = cores or cores_for_peak()[0]
             if socket_cores:
                 share = min(used, socket_cores) / socket_cores
                 return PowerAssumption(
@@ -160,7 +161,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
             f"device={device!r}: no energy counter and no rated power known; pass spec= with "
             "the registry name of this device (see python -m gpulab specs)"
         )
-    used = cores or _cores_for_peak()[0]
+    used = cores or cores_for_peak()[0]
     per_core, basis = cpu_watts_per_core()
     return PowerAssumption(
         used * per_core,
@@ -301,7 +302,7 @@ class EnergyMeter:
     def _device_kind(self) -> tuple[str, int]:
         device = self._device
         if device is None:
-            from gpulab.device import best_device
+            from gpulab.measure.device import best_device
 
             device = best_device()
         return _parse_device(device)
@@ -382,7 +383,7 @@ class EnergyMeter:
         Raises ValueError asking for ``spec=`` when the exact part is not in the registry:
         a sibling's rated power (an SXM module's for a PCIe card) would be a wrong estimate.
         """
-        from gpulab.specs import _match_driver_name, find_spec
+        from gpulab.hardware.specs import find_spec, match_driver_name
 
         try:
             import torch
@@ -396,7 +397,7 @@ class EnergyMeter:
             ) from None
         spec = find_spec(name)
         if spec is None:
-            _, why = _match_driver_name(name)  # only for the sentence: why there is no match
+            _, why = match_driver_name(name)  # only for the sentence: why there is no match
             raise ValueError(
                 f"CUDA GPU {self._index}: no energy counter and no rated power known for "
                 f"{name!r} ({why}); pass spec= with the registry name of this device "
@@ -406,7 +407,7 @@ class EnergyMeter:
 
     # --- the context manager ------------------------------------------------------------
     def __enter__(self) -> EnergyMeter:
-        from gpulab.bench import synchronize
+        from gpulab.measure.bench import synchronize
 
         kind, index = self._device_kind()
         self._index = index
@@ -441,7 +442,7 @@ class EnergyMeter:
             self.samples.append((time.perf_counter() - self._t0, watts))
 
     def __exit__(self, *exc_info) -> None:
-        from gpulab.bench import synchronize
+        from gpulab.measure.bench import synchronize
 
         synchronize()
         self.time_s = time.perf_counter() - self._t0

@@ -87,10 +87,10 @@ def claim(text: str, holds: bool = True, *, reason: str | None = None) -> Claim:
     >>> print(claim(f"The add ran {speedup:.1f}x faster on all cores.",
     ...             speedup > 1.2, reason="more than noise on a shared 2-core machine"))
     The add ran 1.7x faster on all cores.
-    >>> claim("The add barely benefits.", speedup < 1.2, reason="within noise")
+    >>> claim("The add barely benefits.", speedup < 1.2, reason="within noise")  # doctest: +ELLIPSIS
     Traceback (most recent call last):
     ...
-    gpulab.claims.ClaimError: the data does not support: 'The add barely benefits.' (within noise)
+    gpulab.labkit.claims.ClaimError: the data does not support: 'The add barely ...' (within noise)
     """
     if not isinstance(text, str) or not text.strip():
         raise ValueError(f"text={text!r} must be a non-empty string")

@@ -30,8 +30,9 @@ import base64
 import io
 import math
 
-from gpulab._checks import choice, non_negative_int, positive_int, positive_number, resolve_spec
-from gpulab.training_time import DEFAULT_UTILISATION
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number
+from gpulab.costmodels.training_time import DEFAULT_UTILISATION
+from gpulab.hardware.specs import resolve_spec
 
 __all__ = [
     "chooser_widget",
@@ -143,10 +144,10 @@ price_per_hour
     >>> import gpulab as gl
     >>> box = gl.chooser_widget("BERT-base", batch_size=8)  # doctest: +SKIP
     """
-    from gpulab.chooser import plan_training
-    from gpulab.memory import OPTIMIZERS
-    from gpulab.precision import TRAINING_PRECISIONS
-    from gpulab.training_time import NAMED_MODELS
+    from gpulab.costmodels.chooser import plan_training
+    from gpulab.costmodels.memory import OPTIMIZERS
+    from gpulab.costmodels.training_time import NAMED_MODELS
+    from gpulab.hardware.precision import TRAINING_PRECISIONS
 
     first = plan_training(
         model, precision=precision, optimizer=optimizer, batch_size=batch_size,
@@ -243,9 +244,9 @@ def scaling_calculator(
     ipywidgets.VBox or None
         The controls and an output area showing the estimate (None without ipywidgets).
     """
-    from gpulab.comms import list_interconnects
-    from gpulab.specs import list_specs
-    from gpulab.training_time import TIME_PRECISIONS, scaling_estimate
+    from gpulab.costmodels.training_time import TIME_PRECISIONS, scaling_estimate
+    from gpulab.hardware.interconnects import list_interconnects
+    from gpulab.hardware.specs import list_specs
 
     n_params = positive_number("n_params", n_params)
     first = scaling_estimate(
@@ -317,8 +318,8 @@ def _roofline_png(ceilings, intensity: float) -> bytes:
     """The roofline with one hollow point (the prediction), as PNG bytes."""
     from matplotlib.figure import Figure
 
-    from gpulab.plotting import course_style
-    from gpulab.roofline import RooflinePoint, plot_roofline
+    from gpulab.costmodels.roofline import RooflinePoint, plot_roofline
+    from gpulab.labkit.plotting import course_style
 
     # A kernel of this intensity; its FLOPs scale cancels out on the plot.
     kernel = RooflinePoint(f"{intensity:.3g} FLOP/byte", flops=intensity * 1e9, bytes_moved=1e9)
@@ -360,9 +361,9 @@ def roofline_explorer(spec="A100 80GB SXM4", precision: str = "bf16", intensity:
     >>> import gpulab as gl
     >>> box = gl.roofline_explorer("t4", "fp16", 4.0)  # doctest: +SKIP
     """
-    from gpulab.precision import PEAK_PRECISIONS
-    from gpulab.roofline import Ceilings, roofline_readout
-    from gpulab.specs import list_specs
+    from gpulab.costmodels.roofline import Ceilings, roofline_readout
+    from gpulab.hardware.precision import PEAK_PRECISIONS
+    from gpulab.hardware.specs import list_specs
 
     found = resolve_spec("spec", spec)
     if not found.memory_bandwidth or not found.peak_flops:
@@ -440,8 +441,8 @@ def memory_calculator(
         The controls and an output area with :func:`gpulab.memory_report` (None without
         ipywidgets).
     """
-    from gpulab.memory import OPTIMIZERS, estimate_training_memory, memory_report
-    from gpulab.precision import TRAINING_PRECISIONS
+    from gpulab.costmodels.memory import OPTIMIZERS, estimate_training_memory, memory_report
+    from gpulab.hardware.precision import TRAINING_PRECISIONS
 
     n_params = positive_int("n_params", n_params)
     batch_size = positive_int("batch_size", batch_size)
@@ -503,8 +504,8 @@ def occupancy_calculator(
         The controls and an output area with :func:`gpulab.occupancy`'s summary and the
         limiting resource (None without ipywidgets).
     """
-    from gpulab.occupancy_calc import occupancy
-    from gpulab.sm import sm_architecture
+    from gpulab.hardware.sm import sm_architecture
+    from gpulab.kernels.occupancy import occupancy
 
     first = occupancy(spec, threads_per_block, registers_per_thread, shared_per_block_bytes)
     w = _ipywidgets()
@@ -512,7 +513,7 @@ def occupancy_calculator(
         _fallback("occupancy calculator", first.summary())
         return None
 
-    from gpulab.specs import list_specs
+    from gpulab.hardware.specs import list_specs
 
     names = []
     for s in list_specs("gpu"):
@@ -553,8 +554,13 @@ def occupancy_calculator(
 
 def _parallelism_report(n_params, layers, hidden, seq_len, n_gpus, spec, node_link, network):
     """The suggested split, then what its communication costs on the two links."""
-    from gpulab.comms import allreduce_time, interconnect
-    from gpulab.parallelism import context_parallel_bytes, suggest_parallelism, tensor_parallel_comm
+    from gpulab.costmodels.comms import allreduce_time
+    from gpulab.costmodels.parallelism import (
+        context_parallel_bytes,
+        suggest_parallelism,
+        tensor_parallel_comm,
+    )
+    from gpulab.hardware.interconnects import interconnect
     from gpulab.units import format_bytes, format_duration
 
     plan = suggest_parallelism(
@@ -616,8 +622,8 @@ def parallelism_calculator(
     ipywidgets.VBox or None
         The controls and an output area with the report (None without ipywidgets).
     """
-    from gpulab.comms import interconnect, list_interconnects
-    from gpulab.specs import list_specs
+    from gpulab.hardware.interconnects import interconnect, list_interconnects
+    from gpulab.hardware.specs import list_specs
 
     n_params = positive_number("n_params", n_params)
     for name, value in (("layers", layers), ("hidden", hidden), ("seq_len", seq_len),

@@ -52,9 +52,9 @@ import contextlib
 import copy
 from dataclasses import dataclass
 
-from gpulab._checks import choice, fraction, non_negative_int, positive_int, resolve_spec
-from gpulab.precision import TRAINING_PRECISIONS
-from gpulab.specs import list_specs
+from gpulab._checks import choice, fraction, non_negative_int, positive_int
+from gpulab.hardware.precision import TRAINING_PRECISIONS
+from gpulab.hardware.specs import list_specs, resolve_spec
 from gpulab.units import format_bytes
 
 __all__ = [

@@ -1,0 +1,42 @@
+"""The cost models the book teaches, each compared with a measurement in a lab.
+
+* :mod:`~gpulab.costmodels.flops`: FLOPs and bytes of operations, eager against fused;
+* :mod:`~gpulab.costmodels.roofline`: time from FLOPs, bytes and a device's ceilings;
+* :mod:`~gpulab.costmodels.memory`: training memory (parameters, gradients, optimizer, activations);
+* :mod:`~gpulab.costmodels.comms`: collectives (α–β) and the data-parallel step;
+* :mod:`~gpulab.costmodels.parallelism`: pipeline, tensor, sequence, context, expert and
+  sharded data parallelism, and a rule for combining them;
+* :mod:`~gpulab.costmodels.training_time`: time to train, MFU and HFU;
+* :mod:`~gpulab.costmodels.published_models`: published models' sizes and shapes;
+* :mod:`~gpulab.costmodels.inference`: KV cache, weights and decode speed;
+* :mod:`~gpulab.costmodels.chooser`: which GPU fits a training job, and its cost.
+
+Each module imports only the standard library when it is imported; NumPy, torch and
+matplotlib are loaded inside the functions that measure or draw.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = (
+    "chooser",
+    "comms",
+    "flops",
+    "inference",
+    "memory",
+    "parallelism",
+    "published_models",
+    "roofline",
+    "training_time",
+)
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))

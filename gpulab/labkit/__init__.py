@@ -1,0 +1,40 @@
+"""What the labs are built from: answers checked, claims tied to data, training loops, data.
+
+* :mod:`~gpulab.labkit.answers`: :func:`check` for exercises;
+* :mod:`~gpulab.labkit.claims`: sentences printed only when the measurement supports them;
+* :mod:`~gpulab.labkit.training_loop`: :func:`train` with progress bar and timing;
+* :mod:`~gpulab.labkit.networks`: the torch networks the case studies train;
+* :mod:`~gpulab.labkit.datasets`, :mod:`~gpulab.labkit.corpus`, :mod:`~gpulab.labkit.envs`:
+  synthetic data, the course's own text, a vectorised game;
+* :mod:`~gpulab.labkit.launcher`: multi-process jobs with ``torchrun`` and timeouts;
+* :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
+  figures, calculators and result tables.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+_MODULES = (
+    "answers",
+    "claims",
+    "corpus",
+    "datasets",
+    "envs",
+    "launcher",
+    "networks",
+    "plotting",
+    "scoreboard",
+    "training_loop",
+    "widgets",
+)
+
+
+def __getattr__(name: str):
+    if name not in _MODULES:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return importlib.import_module(f"{__name__}.{name}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_MODULES))
