@@ -25,7 +25,8 @@ torch is installed only when missing: a CUDA build where an NVIDIA GPU is presen
 build otherwise (PyTorch's CPU index, falling back to the default index). Where a GPU is
 present, the CuPy wheel matching torch's CUDA major version is added. Once the requirements
 are installed, a stamp (a hash of requirements.txt and pyproject.toml) in the environment
-skips the installation, so later runs need no network until those files change.
+skips the installation, so later runs need no network until those files change, or until
+torch or the course package is uninstalled from it.
 """
 
 from __future__ import annotations
@@ -55,12 +56,15 @@ TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
 BUILD_TIMEOUT_S = 1800
 # The chapters' build-time outputs are cached, keyed by their code alone. What they show also
-# comes from the package and from the labs' recordings (read and glued at build time), which
-# that key does not cover: a cache older than any of these is dropped before a build.
+# comes from the package, the labs' recordings and the benchmark reports (read and glued at
+# build time), which that key does not cover: a cache older than any of these is dropped
+# before a build. The cache is where myst-nb puts it when _config.yml names none (beside the
+# HTML output, _build/html); the instructors' build is pointed at the same one.
 BUILD_CACHE = ROOT / "_build" / ".jupyter_cache"
-CACHE_INPUTS = ("gpulab", "notebooks", "_config.yml")
+CACHE_INPUTS = ("gpulab", "notebooks", "results", "_config.yml")
 TEST_TIMEOUT_S = 3600
 PROBE_TIMEOUT_S = 120
+IMPORT_PROBE_TIMEOUT_S = 300  # a first ``import torch`` can take minutes on a cold disk
 # pytest-xdist: one worker per core. Which tests share a worker (the book build and the
 # browser check; the cells of one notebook) is set in pyproject.toml and tests/conftest.py.
 PARALLEL_PYTEST_ARGS = ["-n", "auto"]
@@ -76,6 +80,16 @@ if version < (70, 1):
     import wheel
 """
 BUILD_BACKEND_REQUIREMENT = "setuptools>=70.1"
+# Whether what the stamp vouches for is still there: torch and the course package, found
+# (not imported: that takes seconds) outside the current folder, which is not the environment.
+# A folder left behind by an uninstall is a namespace package, with no origin.
+INSTALLED_PROBE = """\
+import importlib.metadata, importlib.util, sys
+sys.path = [p for p in sys.path if p not in ("", ".")]
+torch = importlib.util.find_spec("torch")
+assert torch is not None and torch.origin, "torch is not installed"
+importlib.metadata.distribution("gpulab")
+"""
 
 
 def say(message: str) -> None:
@@ -241,20 +255,35 @@ def run(cmd: list[str | Path], timeout: int, check: bool = True, **kwargs) -> in
     return proc.returncode
 
 
-def python_has(python: Path, code: str) -> bool:
-    proc = subprocess.run([str(python), "-c", code], capture_output=True, timeout=300)
-    return proc.returncode == 0
+def _probe(python: Path, code: str, what: str) -> subprocess.CompletedProcess | None:
+    """Run ``code`` with ``python``; ``None``, after saying why, if it hung or could not start."""
+    try:
+        return subprocess.run(
+            [str(python), "-c", code],
+            capture_output=True,
+            text=True,
+            timeout=IMPORT_PROBE_TIMEOUT_S,
+        )
+    except subprocess.TimeoutExpired:
+        why = f"did not finish in {IMPORT_PROBE_TIMEOUT_S} s"
+    except OSError as exc:
+        why = f"could not be run ({exc})"
+    say(f"gave up checking for {what} with {python} (it {why}): taken as missing")
+    return None
+
+
+def python_has(python: Path, code: str, what: str = "a module") -> bool:
+    """Whether ``code`` runs without error in ``python``; a probe that hangs counts as no."""
+    proc = _probe(python, code, what)
+    return proc is not None and proc.returncode == 0
 
 
 def torch_cuda_major(python: Path) -> str | None:
-    proc = subprocess.run(
-        [str(python), "-c", "import torch; print(torch.version.cuda or '')"],
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    version = proc.stdout.strip()
-    return version.split(".")[0] if proc.returncode == 0 and version else None
+    """The CUDA major version torch was built for (``"12"``); ``None`` for a CPU build, or if
+    torch cannot be imported or its import hangs."""
+    proc = _probe(python, "import torch; print(torch.version.cuda or '')", "torch's CUDA version")
+    version = proc.stdout.strip() if proc is not None and proc.returncode == 0 else ""
+    return version.split(".")[0] if version else None
 
 
 def has_nvidia_gpu() -> bool:
@@ -267,7 +296,7 @@ def has_nvidia_gpu() -> bool:
 
 
 def ensure_torch(python: Path) -> None:
-    if python_has(python, "import torch"):
+    if python_has(python, "import torch", "torch"):
         return
     pip = [python, "-m", "pip", "install"]
     if has_nvidia_gpu():
@@ -283,11 +312,11 @@ def ensure_torch(python: Path) -> None:
 
 def ensure_cupy(python: Path) -> None:
     """Add the CuPy wheel for torch's CUDA major version, on GPU machines only."""
-    if not has_nvidia_gpu() or python_has(python, "import cupy"):
+    if not has_nvidia_gpu() or python_has(python, "import cupy", "CuPy"):
         return
     major = torch_cuda_major(python)
     if major is None:
-        say("torch is a CPU build, so CuPy is not installed; install a CUDA build of torch first")
+        say("torch reports no CUDA version, so CuPy is not installed; install a CUDA build first")
         return
     say(f"installing cupy-cuda{major}x to match torch's CUDA {major}")
     run([python, "-m", "pip", "install", f"cupy-cuda{major}x"], INSTALL_TIMEOUT_S)
@@ -300,11 +329,14 @@ def build_isolation_args(python: Path) -> list[str]:
     ``-e .``, which fails offline. The environment gets its own setuptools instead (once,
     while the first installation is online anyway); if even that fails, isolation stays.
     """
-    if python_has(python, BUILD_BACKEND_PROBE):
+    what = "setuptools"
+    if python_has(python, BUILD_BACKEND_PROBE, what):
         return ["--no-build-isolation"]
     say(f"installing {BUILD_BACKEND_REQUIREMENT} so that later installs build offline")
     pip = [python, "-m", "pip", "install", BUILD_BACKEND_REQUIREMENT]
-    if run(pip, INSTALL_TIMEOUT_S, check=False) == 0 and python_has(python, BUILD_BACKEND_PROBE):
+    if run(pip, INSTALL_TIMEOUT_S, check=False) == 0 and python_has(
+        python, BUILD_BACKEND_PROBE, what
+    ):
         return ["--no-build-isolation"]
     return []
 
@@ -318,9 +350,15 @@ def requirements_digest(root: Path = ROOT) -> str:
 
 def ensure_requirements(python: Path, stamp: Path, root: Path = ROOT) -> bool:
     """Install torch and requirements.txt into ``python``'s environment, unless ``stamp`` says
-    they are installed already for the current requirements. Returns whether it installed."""
+    they are installed already for the current requirements and torch and the course package
+    are still there (an uninstall since leaves the stamp behind). Returns whether it installed.
+    """
     digest = requirements_digest(root)
-    if stamp.is_file() and stamp.read_text().strip() == digest:
+    if (
+        stamp.is_file()
+        and stamp.read_text().strip() == digest
+        and python_has(python, INSTALLED_PROBE, "torch and gpulab")
+    ):
         return False
     ensure_torch(python)
     no_isolation = build_isolation_args(python)
@@ -355,7 +393,7 @@ def instructor_config(config: dict) -> dict:
         **(sphinx.get("config") or {}),
         "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR,
     }
-    execute = {**(config.get("execute") or {}), "cache": str(ROOT / "_build" / ".jupyter_cache")}
+    execute = {**(config.get("execute") or {}), "cache": str(BUILD_CACHE)}
     return {**config, "sphinx": sphinx, "execute": execute}
 
 

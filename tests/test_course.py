@@ -5,6 +5,7 @@ Environments are folders made in a temporary directory; nothing is installed wit
 
 import importlib.util
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -64,6 +65,24 @@ def test_solutions_open_build_uses_an_override_and_its_own_output(course, comman
     assert config["sphinx"]["config"]["mathjax_path"] == readers["sphinx"]["config"]["mathjax_path"]
     assert config["repository"] == readers["repository"]
     assert not course.INSTRUCTOR_CONFIG.exists(), "the temporary config is removed"
+
+
+def test_the_instructors_build_shares_the_one_build_cache(course, monkeypatch):
+    """The cache's location is written once: the instructors' build follows BUILD_CACHE."""
+    elsewhere = course.Path("/elsewhere/_build/.jupyter_cache")
+    monkeypatch.setattr(course, "BUILD_CACHE", elsewhere)
+    config = course.instructor_config({"execute": {"cache": "x"}})
+    assert config["execute"]["cache"] == str(elsewhere)
+
+
+def test_the_build_cache_is_where_the_readers_build_keeps_it(course):
+    """course.py drops BUILD_CACHE when it is stale: it must be the cache the book build uses."""
+    config = yaml.safe_load((course.ROOT / "_config.yml").read_text(encoding="utf-8"))
+    named = (config.get("execute") or {}).get("cache")
+    if named:  # a relative path is taken from the folder the build runs in, the root
+        assert (course.ROOT / named).resolve() == course.BUILD_CACHE.resolve()
+    else:  # myst-nb's default: beside the HTML output, _build/html
+        assert course.BUILD_CACHE == course.ROOT / "_build" / ".jupyter_cache"
 
 
 def test_instructor_config_leaves_the_input_alone(course):
@@ -269,7 +288,7 @@ def installs(course, monkeypatch):
     calls = []
     monkeypatch.setattr(course, "ensure_torch", lambda python: calls.append("torch"))
     monkeypatch.setattr(course, "ensure_cupy", lambda python: calls.append("cupy"))
-    monkeypatch.setattr(course, "python_has", lambda python, code: True)
+    monkeypatch.setattr(course, "python_has", lambda python, code, what="": True)
 
     def fake_run(cmd, timeout, check=True, **kwargs):
         calls.append([str(c) for c in cmd[1:]])
@@ -301,8 +320,83 @@ def test_changed_requirements_reinstall_without_build_isolation(course, project,
     assert course.ensure_requirements(PY, stamp, root=project) is True
 
 
+def test_a_matching_stamp_installs_again_once_torch_is_gone(course, project, installs, monkeypatch):
+    stamp = project / course.STAMP_NAME
+    stamp.write_text(course.requirements_digest(project) + "\n")
+    asked = []
+
+    def torch_uninstalled(python, code, what=""):
+        asked.append(code)
+        return code != course.INSTALLED_PROBE
+
+    monkeypatch.setattr(course, "python_has", torch_uninstalled)
+    assert course.ensure_requirements(PY, stamp, root=project) is True
+    assert asked[0] == course.INSTALLED_PROBE
+    assert installs[0] == "torch" and installs[1][-2:] == ["-r", str(project / "requirements.txt")]
+
+
+def _fake_site(folder, torch=True, gpulab=True):
+    """A folder to put on PYTHONPATH holding a stand-in torch and gpulab's install record."""
+    folder.mkdir()
+    if torch:
+        (folder / "torch").mkdir()
+        (folder / "torch" / "__init__.py").write_text("")
+    if gpulab:
+        record = folder / "gpulab-0.1.0.dist-info"
+        record.mkdir()
+        (record / "METADATA").write_text("Name: gpulab\nVersion: 0.1.0\n")
+    return folder
+
+
+def test_the_installed_probe_finds_torch_and_gpulab_in_the_environment_only(
+    course, tmp_path, monkeypatch
+):
+    env = tmp_path / "env"  # an interpreter that sees no installed packages but PYTHONPATH's
+    venv.EnvBuilder(with_pip=False, symlinks=os.name != "nt").create(env)
+    python = course.venv_python(env)
+
+    def has_both(site):
+        monkeypatch.setenv("PYTHONPATH", str(site))
+        return course.python_has(python, course.INSTALLED_PROBE)
+
+    site = _fake_site(tmp_path / "site")
+    assert has_both(site)
+    (site / "torch" / "__init__.py").unlink()  # an uninstall that left the folder behind
+    assert not has_both(site)
+    assert not has_both(_fake_site(tmp_path / "no-gpulab", gpulab=False))
+    # Found only in the current folder (the repository has a gpulab/ there): not installed.
+    monkeypatch.chdir(_fake_site(tmp_path / "here"))
+    assert not has_both(_fake_site(tmp_path / "empty", torch=False, gpulab=False))
+
+
+@pytest.mark.parametrize(
+    "failure, reason",
+    [
+        (subprocess.TimeoutExpired(["python"], 300), "did not finish in 300 s"),
+        (PermissionError("not executable"), "could not be run (not executable)"),
+    ],
+)
+def test_a_hung_probe_counts_as_missing_and_says_so(course, monkeypatch, capsys, failure, reason):
+    def hang(*args, **kwargs):
+        raise failure
+
+    monkeypatch.setattr(course.subprocess, "run", hang)
+    assert course.python_has(PY, "import torch", "torch") is False
+    assert f"gave up checking for torch with {PY} (it {reason}): taken as missing" in (
+        capsys.readouterr().out
+    )
+    assert course.torch_cuda_major(PY) is None
+    # On a GPU machine CuPy is then left out, with a reason, rather than stopping the install.
+    installed = []
+    monkeypatch.setattr(course, "has_nvidia_gpu", lambda: True)
+    monkeypatch.setattr(course, "run", lambda cmd, timeout, check=True: installed.append(cmd))
+    course.ensure_cupy(PY)
+    assert installed == []
+    assert "CuPy is not installed" in capsys.readouterr().out
+
+
 def test_build_isolation_stays_when_setuptools_cannot_be_had(course, monkeypatch, installs):
-    monkeypatch.setattr(course, "python_has", lambda python, code: False)
+    monkeypatch.setattr(course, "python_has", lambda python, code, what="": False)
     monkeypatch.setattr(course, "run", lambda cmd, timeout, check=True: installs.append(cmd) or 1)
     assert course.build_isolation_args(PY) == []
     ((*_, requirement),) = installs
@@ -354,3 +448,31 @@ def test_a_build_cache_older_than_the_package_or_the_labs_is_dropped(course, tmp
     assert not cache.exists()
     assert not (tmp_path / "_build" / ".doctrees").exists()  # so that every page is read again
     assert not course.drop_stale_build_cache(cache, inputs, tmp_path)  # no cache: nothing to do
+
+
+def test_a_new_benchmark_report_drops_the_build_cache(course, tmp_path):
+    """The gallery page reads results/: a report added after the chapters ran updates it."""
+    cache = tmp_path / "_build" / ".jupyter_cache"
+    (cache / "executed").mkdir(parents=True)
+    (cache / "executed" / "gallery.ipynb").write_text("{}")
+    (tmp_path / "results").mkdir()
+    (tmp_path / "results" / "2026-12-02-cpu.json").write_text("{}")
+    os.utime(tmp_path / "results" / "2026-12-02-cpu.json", (1_000, 1_000))
+    os.utime(cache / "executed" / "gallery.ipynb", (2_000, 2_000))
+    assert not course.drop_stale_build_cache(cache, root=tmp_path)
+    (tmp_path / "results" / "2026-12-03-nvidia-h200.json").write_text("{}")
+    os.utime(tmp_path / "results" / "2026-12-03-nvidia-h200.json", (3_000, 3_000))
+    assert course.drop_stale_build_cache(cache, root=tmp_path)
+    assert not cache.exists()
+
+
+def test_every_folder_a_chapter_reads_is_a_build_cache_input(course):
+    """A path like "../results" in a chapter's code is read at build time: its top folder must
+    be among the inputs that make a stale cache go."""
+    code_cells = re.compile(r"^```\{code-cell\}.*?^```", re.M | re.S)
+    read = set()
+    for chapter in (course.ROOT / "book").glob("*.md"):
+        for cell in code_cells.findall(chapter.read_text(encoding="utf-8")):
+            read |= set(re.findall(r"[\"']\.\./([\w.-]+)", cell))
+    assert {"results", "notebooks"} <= read  # the gallery and the labs' tables, at least
+    assert read <= set(course.CACHE_INPUTS), read - set(course.CACHE_INPUTS)

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import base64
+import html
+import io
 import re
 
+import nbformat
 import pytest
 
 from gpulab.course.recordings import cell_tabs, outputs_html, recording_path
@@ -72,3 +75,176 @@ def test_cell_tabs_wrap_each_panel_and_balance_their_divs():
 def test_recording_path_refuses_unknown_kinds():
     with pytest.raises(ValueError, match="kind='xpu'"):
         recording_path("notebooks/a_lab.ipynb", "xpu")
+
+
+# --------------------------------------------------------------------------- the lab page
+
+DEVICES = {"cpu": "AMD EPYC", "cuda": "NVIDIA H100 80GB HBM3", "mps": "Apple M3"}
+GPU, APPLE = "GPU (NVIDIA H100 80GB HBM3)", "Apple GPU (Apple M3)"
+
+
+def _provenance(kind: str) -> dict:
+    """A record with the fields of ``gpulab.provenance.provenance()``, as ``record`` stores it."""
+    return {
+        "device": f"{DEVICES[kind]} ({kind}); torch 2.9.0",
+        "kind": kind,
+        "name": DEVICES[kind],
+        "cpu": "AMD EPYC, 2 cores",
+        "torch": "2.9.0",
+        "torch_cuda": "12.8" if kind == "cuda" else None,
+        "cupy": None,
+        "driver": None,
+        "python": "3.11.7",
+        "gpulab": "0.1.0",
+        "date": "2026-12-03",
+        "run_time_s": 12.0,
+    }
+
+
+def _write_recording(path, kinds, code):
+    """A lab as ``python -m gpulab record`` leaves it: a title, the provenance cell, the code
+    cells with their printed outputs (``code``: source and lines printed, per cell), and each
+    kind's run time and provenance in its ``gpulab`` metadata."""
+    title = nbformat.v4.new_markdown_cell("# A lab")
+    stamped = nbformat.v4.new_markdown_cell("**Provenance.** Outputs recorded on 2026-12-03.")
+    stamped.metadata["tags"] = ["provenance"]
+    cells = [title, stamped]
+    for source, printed in code:
+        cell = nbformat.v4.new_code_cell(source)
+        cell.outputs = [nbformat.v4.new_output("stream", name="stdout", text=t) for t in printed]
+        cells.append(cell)
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    nb.metadata["language_info"] = {"name": "python"}
+    nb.metadata["gpulab"] = {
+        "run_time_s": {kind: 12.0 for kind in kinds},
+        "recorded": {kind: _provenance(kind) for kind in kinds},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, path)
+
+
+def _lab_page(folder, root, monkeypatch) -> str:
+    """The HTML of ``folder/notebooks/a_lab.ipynb`` built as the book builds a lab (myst-nb,
+    outputs as recorded, with book/_ext/lab_recordings.py)."""
+    from sphinx.application import Sphinx
+    from sphinx.util.docutils import docutils_namespace
+
+    monkeypatch.syspath_prepend(str(root / "book" / "_ext"))
+    warnings = io.StringIO()
+    with docutils_namespace():  # what one build registers with docutils goes after it
+        app = Sphinx(
+            srcdir=str(folder),
+            confdir=None,
+            outdir=str(folder / "_build" / "html"),
+            doctreedir=str(folder / "_build" / "doctrees"),
+            buildername="html",
+            confoverrides={
+                "extensions": ["myst_nb", "lab_recordings"],
+                "root_doc": "notebooks/a_lab",
+                "nb_execution_mode": "off",
+                "exclude_patterns": ["_build", "notebooks/recordings"],
+            },
+            status=None,
+            warning=warnings,
+            freshenv=True,
+        )
+        app.build()
+    assert not warnings.getvalue(), warnings.getvalue()
+    return (folder / "_build" / "html" / "notebooks" / "a_lab.html").read_text(encoding="utf-8")
+
+
+def _text(fragment: str) -> str:
+    return html.unescape(re.sub(r"<[^>]+>", "", fragment))
+
+
+def _note(page: str) -> list[str]:
+    """The paragraphs of the note at the top of a lab page."""
+    note = re.search(r'<div class="[^"]*gl-recordings-note[^"]*">(.*?)</div>', page, re.S)
+    assert note, "no recordings note on the page"
+    return [_text(p) for p in re.findall(r"<p>(.*?)</p>", note.group(1), re.S)]
+
+
+def _code_cells(page: str) -> list[str]:
+    """The HTML of each code cell, in page order (the last runs on to the page's end)."""
+    return page.split('<div class="cell docutils container">')[1:]
+
+
+def _tabs(cell: str) -> dict[str, str]:
+    """A cell's tabs: each label and the text of its panel; empty for a cell with no tabs."""
+    parts = re.split(r'<label class="gl-rec-label" for="[^"]*">([^<]*)</label>', cell)
+    labels, panels = parts[1::2], parts[2::2]
+    return {html.unescape(label): _text(panel) for label, panel in zip(labels, panels, strict=True)}
+
+
+def test_a_lab_page_puts_a_gpu_recording_beside_the_cpu_one(tmp_path, root, monkeypatch):
+    notebooks = tmp_path / "notebooks"
+    _write_recording(
+        notebooks / "a_lab.ipynb",
+        ["cpu", "cuda"],
+        [
+            ("print(step_time())", ["CPU step: 1.20 s\n"]),
+            ("print('edited after the GPU run')", ["edited on the CPU\n"]),
+            ("show_figure()", []),
+        ],
+    )
+    _write_recording(
+        notebooks / "recordings" / "cuda" / "a_lab.ipynb",
+        ["cpu", "cuda"],
+        [
+            ("print(step_time())", ["GPU step: 0.05 s\n"]),
+            ("print('as it was')", ["as it was on the GPU\n"]),
+            ("show_figure()", ["drawn on the GPU\n"]),
+        ],
+    )
+    page = _lab_page(tmp_path, root, monkeypatch)
+
+    note = _note(page)
+    assert note[0].startswith("CPU: outputs recorded on 2026-12-03 on AMD EPYC (cpu)")
+    assert note[1].startswith(f"{GPU}: outputs recorded on 2026-12-03 on NVIDIA H100 80GB HBM3")
+    assert note[2] == (
+        "Each output below has a tab per recording. "
+        f"1 cell changed since the {GPU} recording and shows the CPU output only."
+    )
+    unchanged, changed, no_cpu_output = _code_cells(page)
+    tabs = _tabs(unchanged)
+    assert list(tabs) == ["CPU", GPU]
+    assert "CPU step: 1.20 s" in tabs["CPU"] and "GPU step" not in tabs["CPU"]
+    assert "GPU step: 0.05 s" in tabs[GPU]
+    # Changed code: the CPU output, no tabs, and nothing of the GPU's older run.
+    assert _tabs(changed) == {} and "edited on the CPU" in _text(changed)
+    assert "as it was on the GPU" not in page
+    # Output on the GPU only: the CPU tab says there was none.
+    tabs = _tabs(no_cpu_output)
+    assert list(tabs) == ["CPU", GPU]
+    assert "(No output on this device.)" in tabs["CPU"] and "drawn on the GPU" in tabs[GPU]
+
+
+def test_cells_changed_since_two_recordings_are_counted_once_each(tmp_path, root, monkeypatch):
+    """With a CUDA and an Apple GPU recording, the note counts distinct cells per recording,
+    and the cells changed since both once, as those that show the CPU output only."""
+    notebooks = tmp_path / "notebooks"
+    kinds = ["cpu", "cuda", "mps"]
+    cpu = [("a()", ["a on cpu\n"]), ("b2()", ["b on cpu\n"]), ("c2()", ["c on cpu\n"]),
+           ("d2()", ["d on cpu\n"])]  # fmt: skip
+    cuda = [("a()", ["a on cuda\n"]), ("b1()", ["b on cuda\n"]), ("c1()", ["c on cuda\n"]),
+            ("d1()", ["d on cuda\n"])]  # fmt: skip
+    mps = [("a()", ["a on mps\n"]), ("b1()", ["b on mps\n"]), ("c2()", ["c on mps\n"]),
+           ("d2()", ["d on mps\n"])]  # fmt: skip
+    _write_recording(notebooks / "a_lab.ipynb", kinds, cpu)
+    _write_recording(notebooks / "recordings" / "cuda" / "a_lab.ipynb", kinds, cuda)
+    _write_recording(notebooks / "recordings" / "mps" / "a_lab.ipynb", kinds, mps)
+    page = _lab_page(tmp_path, root, monkeypatch)
+
+    assert _note(page)[-1] == (
+        "Each output below has a tab per recording. "
+        f"3 cells changed since the {GPU} recording and have no tab for it. "
+        f"1 cell changed since the {APPLE} recording and has no tab for it. "
+        "1 cell changed since every recording and shows the CPU output only."
+    )
+    a, b, c, d = (_tabs(cell) for cell in _code_cells(page))
+    assert list(a) == ["CPU", GPU, APPLE]
+    assert [a[label].strip() for label in a] == ["a on cpu", "a on cuda", "a on mps"]
+    assert b == {}  # changed since both: the CPU output only
+    assert list(c) == list(d) == ["CPU", APPLE]  # changed since the CUDA recording only
+    assert "c on mps" in c[APPLE] and "d on mps" in d[APPLE]

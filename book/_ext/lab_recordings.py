@@ -52,11 +52,19 @@ def _same_code(a: dict | None, b: dict | None) -> bool:
     )
 
 
-def _add_tabs(doctree, lab: Path, others: list) -> int:
-    """Wrap each recorded cell's outputs in tabs; returns how many cells differ (no GPU tab)."""
+def _add_tabs(doctree, lab: Path, others: list) -> dict[str, set[int]]:
+    """Wrap each recorded cell's outputs in tabs: the CPU's, then each recording's whose cell
+    has the same code.
+
+    Returns
+    -------
+    dict
+        For each recording in ``others``, by its label: the indices of the shown cells whose
+        code changed since that recording (they have no tab for it).
+    """
     cpu = _cells(lab)
     other_cells = [_cells(recording.path) for recording in others]
-    changed = 0
+    changed: dict[str, set[int]] = {recording.label: set() for recording in others}
     for cell_node in list(doctree.findall(nodes.container)):
         if cell_node.get("nb_element") != "cell_code":
             continue
@@ -71,7 +79,7 @@ def _add_tabs(doctree, lab: Path, others: list) -> int:
             if _same_code(cpu_cell, other):
                 panels.append((recording.label, outputs_html(other)))
             else:
-                changed += 1
+                changed[recording.label].add(index)
         if not panels or (not any(html for _, html in panels) and not cpu_cell.get("outputs")):
             continue
         output = next(
@@ -93,6 +101,40 @@ def _add_tabs(doctree, lab: Path, others: list) -> int:
     return changed
 
 
+CPU_ONLY = ("shows the CPU output only", "show the CPU output only")
+NO_TAB = ("has no tab for it", "have no tab for it")
+
+
+def _sentence(cells: set[int], since: str, ending: tuple[str, str]) -> list[str]:
+    """``["2 cells changed since <since> and <ending>."]``, singular or plural; [] for none."""
+    if not cells:
+        return []
+    one = len(cells) == 1
+    count = "1 cell" if one else f"{len(cells)} cells"
+    return [f"{count} changed since {since} and {ending[0] if one else ending[1]}."]
+
+
+def _changed_sentences(changed: dict[str, set[int]]) -> str:
+    """What the note says about cells whose code changed since a recording ("" if none did).
+
+    Each cell counts once per recording it changed since, and once among those that show the
+    CPU output only, however many recordings it changed since.
+
+    >>> _changed_sentences({"GPU (H100)": {3, 5}})
+    '2 cells changed since the GPU (H100) recording and show the CPU output only.'
+    """
+    if not changed:
+        return ""
+    if len(changed) == 1:
+        ((label, cells),) = changed.items()
+        return " ".join(_sentence(cells, f"the {label} recording", CPU_ONLY))
+    sentences = []
+    for label, cells in changed.items():
+        sentences += _sentence(cells, f"the {label} recording", NO_TAB)
+    sentences += _sentence(set.intersection(*changed.values()), "every recording", CPU_ONLY)
+    return " ".join(sentences)
+
+
 def _add_recordings(app, doctree) -> None:
     lab = _lab_source(app, app.env.docname)
     if lab is None:
@@ -103,17 +145,8 @@ def _add_recordings(app, doctree) -> None:
         app.env.note_dependency(str(recording.path.resolve()))
     lines = recordings_summary(found)
     if others:
-        changed = _add_tabs(doctree, lab, others)
-        lines.append(
-            "Each output below has a tab per recording."
-            + (
-                f" {changed} cell(s) changed after the "
-                + " and ".join(r.label for r in others)
-                + " recording and show the CPU output only."
-                if changed
-                else ""
-            )
-        )
+        changed = _changed_sentences(_add_tabs(doctree, lab, others))
+        lines.append(f"Each output below has a tab per recording. {changed}".strip())
     section = doctree.next_node(nodes.section)
     if section is None:
         return
