@@ -2,13 +2,17 @@
 
 Every public function of gpulab checks its arguments with these, and every message has
 the same shape: the parameter's name, the value given, and what is allowed, e.g.
-``batch_size=0 must be a positive integer``. They raise ``ValueError`` for a value of the
-right kind but outside what is allowed, and also for a value of the wrong kind (a string
-where a number is needed), so callers catch one exception type.
+``batch_size=0 must be a positive integer``. One rule for which exception:
 
-Numbers: ``bool`` is refused (``True`` is not a batch size), strings are refused even when
-they hold a number (``"8"``), and NaN and infinities are refused unless a check says
-otherwise.
+* ``TypeError`` for a value of the wrong type: a string where a number is needed (even one
+  that holds a number, ``"8"``), a ``bool`` where a number is needed (``True`` is not a
+  batch size), a float where a count is needed (``2.5`` or ``2.0`` layers), a number where a
+  name is needed, anything but ``True`` or ``False`` for a flag;
+* ``ValueError`` for a value of the right type that is not allowed: 0 or a negative count,
+  NaN or an infinity, a fraction above 1, a name that is not known.
+
+:func:`wrong_type` builds the TypeError for checks written elsewhere, so every message
+reads the same way.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 
 __all__ = [
     "choice",
+    "flag",
     "finite_number",
     "fraction",
     "non_negative_int",
@@ -29,6 +34,7 @@ __all__ = [
     "positive_number",
     "sentences",
     "text",
+    "wrong_type",
 ]
 
 
@@ -40,8 +46,21 @@ def _is_real(value) -> bool:
     return isinstance(value, Real) and not isinstance(value, bool)
 
 
+def wrong_type(name: str, value, wanted: str) -> TypeError:
+    """The TypeError for ``name=value`` when ``wanted`` (e.g. "a positive integer") is needed.
+
+    Examples
+    --------
+    >>> raise wrong_type("batch_size", "8", "a positive integer")
+    Traceback (most recent call last):
+    ...
+    TypeError: batch_size='8' must be a positive integer, not str
+    """
+    return TypeError(f"{name}={value!r} must be {wanted}, not {type(value).__name__}")
+
+
 def positive_int(name: str, value) -> int:
-    """Return ``value`` as an int, or raise a ValueError naming ``name`` and ``value``.
+    """Return ``value`` as an int, or raise naming ``name`` and ``value``.
 
     Examples
     --------
@@ -51,8 +70,14 @@ def positive_int(name: str, value) -> int:
     Traceback (most recent call last):
     ...
     ValueError: batch_size=0 must be a positive integer
+    >>> positive_int("batch_size", 2.0)
+    Traceback (most recent call last):
+    ...
+    TypeError: batch_size=2.0 must be a positive integer, not float
     """
-    if not _is_integer(value) or value < 1:
+    if not _is_integer(value):
+        raise wrong_type(name, value, "a positive integer")
+    if value < 1:
         raise ValueError(f"{name}={value!r} must be a positive integer")
     return int(value)
 
@@ -69,7 +94,9 @@ def non_negative_int(name: str, value) -> int:
     ...
     ValueError: warmup=-1 must be an integer of 0 or more
     """
-    if not _is_integer(value) or value < 0:
+    if not _is_integer(value):
+        raise wrong_type(name, value, "an integer of 0 or more")
+    if value < 0:
         raise ValueError(f"{name}={value!r} must be an integer of 0 or more")
     return int(value)
 
@@ -86,7 +113,9 @@ def finite_number(name: str, value) -> float:
     ...
     ValueError: offset=nan must be a finite number
     """
-    if not _is_real(value) or not math.isfinite(value):
+    if not _is_real(value):
+        raise wrong_type(name, value, "a finite number")
+    if not math.isfinite(value):
         raise ValueError(f"{name}={value!r} must be a finite number")
     return float(value)
 
@@ -101,10 +130,11 @@ def positive_number(name: str, value, *, allow_inf: bool = False) -> float:
     >>> positive_number("seconds", "2")
     Traceback (most recent call last):
     ...
-    ValueError: seconds='2' must be a positive number
+    TypeError: seconds='2' must be a positive number, not str
     """
-    ok = _is_real(value) and value > 0 and (math.isfinite(value) or allow_inf)
-    if not ok:
+    if not _is_real(value):
+        raise wrong_type(name, value, "a positive number")
+    if not (value > 0 and (math.isfinite(value) or allow_inf)):
         raise ValueError(f"{name}={value!r} must be a positive number")
     return float(value)
 
@@ -121,7 +151,9 @@ def non_negative_number(name: str, value) -> float:
     ...
     ValueError: overlap_s=-0.5 must be a finite number of 0 or more
     """
-    if not _is_real(value) or not math.isfinite(value) or value < 0:
+    if not _is_real(value):
+        raise wrong_type(name, value, "a finite number of 0 or more")
+    if not math.isfinite(value) or value < 0:
         raise ValueError(f"{name}={value!r} must be a finite number of 0 or more")
     return float(value)
 
@@ -138,16 +170,18 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     ...
     ValueError: utilisation=0 must be a fraction above 0 and at most 1
     """
-    ok = _is_real(value) and math.isfinite(value)
+    wording = {
+        (True, True): "from 0 to 1",
+        (False, True): "above 0 and at most 1",
+        (True, False): "of 0 or more and below 1",
+        (False, False): "above 0 and below 1",
+    }[(allow_zero, allow_one)]
+    if not _is_real(value):
+        raise wrong_type(name, value, f"a fraction {wording}")
+    ok = math.isfinite(value)
     ok = ok and (value >= 0 if allow_zero else value > 0)
     ok = ok and (value <= 1 if allow_one else value < 1)
     if not ok:
-        wording = {
-            (True, True): "from 0 to 1",
-            (False, True): "above 0 and at most 1",
-            (True, False): "of 0 or more and below 1",
-            (False, False): "above 0 and below 1",
-        }[(allow_zero, allow_one)]
         raise ValueError(f"{name}={value!r} must be a fraction {wording}")
     return float(value)
 
@@ -162,10 +196,10 @@ def flag(name: str, value) -> bool:
     >>> flag("verbose", 1)
     Traceback (most recent call last):
     ...
-    ValueError: verbose=1 must be True or False
+    TypeError: verbose=1 must be True or False, not int
     """
     if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be True or False")
+        raise wrong_type(name, value, "True or False")
     return value
 
 
@@ -179,10 +213,10 @@ def text(name: str, value, *, optional: bool = False) -> str | None:
     >>> text("label", 42)
     Traceback (most recent call last):
     ...
-    ValueError: label=42 must be a str
+    TypeError: label=42 must be a str, not int
     """
     if not isinstance(value, str) and not (optional and value is None):
-        raise ValueError(f"{name}={value!r} must be a str{' or None' if optional else ''}")
+        raise wrong_type(name, value, f"a str{' or None' if optional else ''}")
     return value
 
 
@@ -197,8 +231,17 @@ def choice(name: str, value, allowed: Collection):
     Traceback (most recent call last):
     ...
     ValueError: precision='fp64' is not known; use one of 'fp32', 'bf16'
+    >>> choice("precision", 16, ("fp32", "bf16"))
+    Traceback (most recent call last):
+    ...
+    TypeError: precision=16 must be one of 'fp32', 'bf16', not int
     """
     allowed = tuple(allowed)
+    if allowed and not any(
+        isinstance(value, bool) == isinstance(a, bool) and isinstance(value, type(a))
+        for a in allowed
+    ):
+        raise wrong_type(name, value, f"one of {', '.join(map(repr, allowed))}")
 
     def same(a) -> bool:
         try:
@@ -226,10 +269,12 @@ def path(name: str, value, *, must_exist: bool = False, kind: str | None = None)
     >>> path("folder", 3)
     Traceback (most recent call last):
     ...
-    ValueError: folder=3 must be a path (a str or pathlib.Path)
+    TypeError: folder=3 must be a path (a str or pathlib.Path), not int
     """
-    if isinstance(value, bool) or not isinstance(value, (str, Path)) or value == "":
-        raise ValueError(f"{name}={value!r} must be a path (a str or pathlib.Path)")
+    if not isinstance(value, (str, Path)):
+        raise wrong_type(name, value, "a path (a str or pathlib.Path)")
+    if value == "":
+        raise ValueError(f"{name}='' must be a path, not an empty string")
     result = Path(value)
     if kind == "dir" and not result.is_dir():
         raise ValueError(f"{name}={str(value)!r} is not a directory")
@@ -250,12 +295,12 @@ def sentences(name: str, value) -> tuple[str, ...]:
     >>> sentences("assumptions", "one string")
     Traceback (most recent call last):
     ...
-    ValueError: assumptions='one string' must be a sequence of sentences (str), not one string
+    TypeError: assumptions='one string' must be a sequence of sentences (str), not str
     """
     if (
         isinstance(value, str)
         or not isinstance(value, Sequence)
         or not all(isinstance(a, str) for a in value)
     ):
-        raise ValueError(f"{name}={value!r} must be a sequence of sentences (str), not one string")
+        raise wrong_type(name, value, "a sequence of sentences (str)")
     return tuple(value)

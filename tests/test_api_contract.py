@@ -1,9 +1,12 @@
 """The error policy, checked on every public callable: a bad argument is refused by name.
 
-For each callable in ``gl.__all__`` (functions and class constructors) this file holds one
-valid call (``BASELINES``). Each test changes one parameter of that call to a bad value and
-requires a ``ValueError`` or ``TypeError`` whose message names the parameter, within
-``CALL_LIMIT_S`` seconds. The bad values depend on what the parameter is (``KINDS``): NaN,
+For each public callable (functions and class constructors: those in ``gl.__all__`` and in
+the ``__all__`` of the modules listed in ``CONTRACT_MODULES``) this file holds one valid call
+(``BASELINES``). Each test changes one parameter of that call to a bad value and requires
+the exception the policy names (``gpulab._checks``): a ``TypeError`` for a value of the wrong
+type, a ``ValueError`` for a value of the right type that is not allowed, with a message
+that names the parameter, within ``CALL_LIMIT_S`` seconds. Tests that vary a parameter of a
+call that takes a ``spec=`` also vary it from a second device (``SPEC_VARIANTS``). The bad values depend on what the parameter is (``KINDS``): NaN,
 infinities, bools and numeric strings for numbers; 0 and negative numbers where the value
 must be positive; unknown names for registry entries and choices; wrong types everywhere.
 
@@ -19,6 +22,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import importlib
 import inspect
 import io
 import math
@@ -44,6 +48,66 @@ import gpulab as gl  # noqa: E402
 
 #: Longest a call with one bad argument may take before it counts as not refusing it.
 CALL_LIMIT_S = 5
+
+#: Modules whose public callables (their ``__all__``) the contract covers besides
+#: ``gl.__all__``. Left out: the course-authoring tools, the kernels written for Numba and
+#: Triton, the torch networks, game and corpus the labs train on (torch modules and data),
+#: the readers of recorded lab outputs, and ``_checks`` (the checks themselves).
+CONTRACT_MODULES = (
+    "gpulab.units",
+    "gpulab.hardware.interconnects",
+    "gpulab.hardware.memory_ladder",
+    "gpulab.hardware.precision",
+    "gpulab.hardware.sm",
+    "gpulab.hardware.specs",
+    "gpulab.measure.bench",
+    "gpulab.measure.bench_report",
+    "gpulab.measure.cpu",
+    "gpulab.measure.device",
+    "gpulab.measure.energy",
+    "gpulab.measure.provenance",
+    "gpulab.costmodels.chooser",
+    "gpulab.costmodels.comms",
+    "gpulab.costmodels.flops",
+    "gpulab.costmodels.inference",
+    "gpulab.costmodels.memory",
+    "gpulab.costmodels.parallelism",
+    "gpulab.costmodels.published_models",
+    "gpulab.costmodels.roofline",
+    "gpulab.costmodels.training_time",
+    "gpulab.kernels.occupancy",
+    "gpulab.kernels.simulator",
+    "gpulab.kernels.tiling",
+    "gpulab.labkit.answers",
+    "gpulab.labkit.claims",
+    "gpulab.labkit.datasets",
+    "gpulab.labkit.launcher",
+    "gpulab.labkit.plotting",
+    "gpulab.labkit.scoreboard",
+    "gpulab.labkit.training_loop",
+    "gpulab.labkit.widgets",
+    "gpulab.diagrams.collectives",
+    "gpulab.diagrams.dispatch",
+    "gpulab.diagrams.fusion",
+    "gpulab.diagrams.hardware",
+    "gpulab.diagrams.kernels",
+    "gpulab.diagrams.parallelism",
+    "gpulab.diagrams.schedules",
+)
+
+
+def _public() -> dict[str, object]:
+    """Every callable the contract covers, by name (names are unique across the package)."""
+    found = {name: getattr(gl, name) for name in gl.__all__}
+    for module_name in CONTRACT_MODULES:
+        module = importlib.import_module(module_name)
+        for name in module.__all__:
+            value = getattr(module, name)
+            assert found.setdefault(name, value) is value, f"two public things are called {name}"
+    return {name: value for name, value in found.items() if callable(value)}
+
+
+PUBLIC = _public()
 
 NAN, INF = float("nan"), float("inf")
 
@@ -158,13 +222,15 @@ BASELINES = {
     # ---- diagrams
     "draw_ring_allreduce": lambda: ((3,), dict(seed=0)),
     "draw_tree_vs_ring": lambda: (("InfiniBand HDR",), dict(n_gpus=8)),
-    "RingStep": lambda: _fields(gl.simulate_ring_allreduce([[1.0, 2.0], [3.0, 4.0]])[1]),
+    "RingStep": lambda: _fields(
+        gl.costmodels.comms.simulate_ring_allreduce([[1.0, 2.0], [3.0, 4.0]])[1]
+    ),
     "simulate_ring_allreduce": lambda: (([[1.0, 2.0], [3.0, 4.0]],), {}),
     "draw_cpu_vs_gpu": lambda: (("blocks",), {}),
     "draw_memory_ladder": lambda: (("H100 SXM",), {}),
     "draw_sm_anatomy": lambda: (("T4",), dict(other="H100 SXM")),
     "memory_ladder": lambda: (("H100 SXM",), {}),
-    "MemoryLevel": lambda: _fields(gl.memory_ladder("H100 SXM")[3]),
+    "MemoryLevel": lambda: _fields(gl.hardware.memory_ladder.memory_ladder("H100 SXM")[3]),
     "draw_launch_mapping": lambda: ((100, 32), dict(spec="T4")),
     "draw_tiling": lambda: ((8, 2), dict(block=(1, 2))),
     "dispatch_log": lambda: ((lambda: (torch.ones(3, requires_grad=True) * 2.0).sum(),), {}),
@@ -225,7 +291,7 @@ BASELINES = {
     "cpu_watts_per_core": lambda: ((), {}),
     "EnergyMeter": lambda: (("cpu",), dict(cores=2, verbose=False)),
     "measure_energy": lambda: (("cpu",), dict(cores=2, verbose=False)),
-    "PowerAssumption": lambda: _fields(gl.assumed_power("cpu", cores=2)),
+    "PowerAssumption": lambda: _fields(gl.measure.energy.assumed_power("cpu", cores=2)),
     # ---- extrapolate
     "plot_extrapolation": lambda: (({"here": 10.0}, {"A100": 100.0}, ["an assumption"]), {}),
     # ---- flops
@@ -316,7 +382,15 @@ BASELINES = {
     "thread_map": lambda: ((10, 4), {}),
     "simulate": lambda: ((lambda: None, 2, 4), {}),
     "KernelCounts": lambda: _fields(gl.simulate(_copy_kernel, 1, 32, *_copy_args())),
-    "ThreadContext": lambda: ((gl.Dim3(0), gl.Dim3(1), gl.Dim3(4), gl.Dim3(2)), {}),
+    "ThreadContext": lambda: (
+        (
+            gl.kernels.simulator.Dim3(0),
+            gl.kernels.simulator.Dim3(1),
+            gl.kernels.simulator.Dim3(4),
+            gl.kernels.simulator.Dim3(2),
+        ),
+        {},
+    ),
     # ---- sizing
     "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
     # ---- occupancy
@@ -403,7 +477,21 @@ BASELINES = {
     "generation_timing": lambda: ((0.0, [0.5, 0.6, 0.7]), {}),
     "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
     # ---- scoreboard
-    "Scoreboard": lambda: ((gl.BenchResult((1e-3,), 1),), dict(label="baseline")),
+    "Scoreboard": lambda: ((gl.measure.bench.BenchResult((1e-3,), 1),), dict(label="baseline")),
+    "ScoreboardRow": lambda: _fields(
+        gl.Scoreboard(gl.measure.bench.BenchResult((1e-3,), 1), label="baseline").rows[0]
+    ),
+    # ---- look-ups shared between modules
+    "lookup": lambda: (("T4",), {}),
+    "match_driver_name": lambda: (("NVIDIA A100-SXM4-80GB",), {}),
+    "resolve_spec": lambda: (("spec", "T4"), {}),
+    "resolve_link": lambda: (("link", "PCIe 4"), {}),
+    "resolve_model": lambda: (("model", "BERT-base"), {}),
+    "named_model_or_none": lambda: (("BERT-base",), {}),
+    "torch_device": lambda: ((), dict(device="cpu")),
+    "dispatch_mode_class": lambda: ((), {}),
+    "bench_schema": lambda: ((), {}),
+    "reference_for": lambda: ((gl.detect_device(),), {}),
     # ---- utilisation
     "hfu": lambda: ((8e12, 1.0, 1e13), dict(n_gpus=1)),
     "mfu": lambda: ((6e12, 1.0, 1e13), dict(n_gpus=1)),
@@ -513,6 +601,11 @@ FREE_TEXT = {
 #: to infer from (None): callable -> parameter -> a kind of FIXED, a list of bad values, or
 #: None (not checked: any value is valid).
 KINDS: dict[str, dict] = {
+    "resolve_spec": {"name": None, "value": "spec"},
+    "resolve_link": {"param": None, "name": "link"},
+    "resolve_model": {"param": None, "name": "choice"},
+    "named_model_or_none": {"value": None, "param": None},  # a number is valid: a size
+    "torch_device": {"device": "device", "name": None},
     "allgather_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
     "allreduce_bytes_per_rank": {"n_gpus": "count"},
     "allreduce_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
@@ -1024,20 +1117,20 @@ def _infer(name: str, value, record: bool):
 
 
 def _callables() -> dict[str, object]:
-    return {name: getattr(gl, name) for name in gl.__all__ if callable(getattr(gl, name))}
+    return {n: v for n, v in PUBLIC.items() if not isinstance(v, type(gl))}
 
 
 def _baseline(name: str):
     """The valid call's arguments, bound to the callable's signature (built afresh: some
     hold objects a call may change, such as a model, an optimizer or a figure)."""
-    fn = getattr(gl, name)
+    fn = PUBLIC[name]
     args, kwargs = BASELINES[name]()
     return inspect.signature(fn).bind(*args, **kwargs)
 
 
 def _params(name: str) -> dict[str, object]:
     """Parameter -> kind (a FIXED key or a list of bad values) for one callable."""
-    fn = getattr(gl, name)
+    fn = PUBLIC[name]
     record = inspect.isclass(fn) and dataclasses.is_dataclass(fn)
     bound = _baseline(name)
     overrides = KINDS.get(name, {})
@@ -1099,12 +1192,40 @@ def _time_limit(seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-def _call(name: str, param: str, bad):
-    """Call ``name`` with its valid arguments but ``param=bad``; return the exception."""
-    fn = getattr(gl, name)
+_NUMBER_KINDS = ("pos", "nonneg", "real", "frac", "frac_open")
+_COUNT_KINDS = ("count", "count0", "int")
+_NAME_KINDS = ("choice", "spec", "link", "device", "path", "text")
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _expected_error(kind, bad) -> type[Exception]:
+    """TypeError for a bad value of the wrong type for ``kind``, ValueError otherwise."""
+    if isinstance(kind, list) or kind == "seq":  # a sequence of numbers
+        if not isinstance(bad, (list, tuple)):
+            return TypeError
+        return ValueError if all(_is_number(v) for v in bad) else TypeError
+    if kind in _COUNT_KINDS:
+        return ValueError if _is_number(bad) and isinstance(bad, int) else TypeError
+    if kind in _NUMBER_KINDS:
+        return ValueError if _is_number(bad) else TypeError
+    if kind in _NAME_KINDS:
+        return ValueError if isinstance(bad, str) else TypeError
+    raise AssertionError(f"no rule for kind {kind!r}")
+
+
+def _call(name: str, param: str, bad, kind=None, spec=None):
+    """Call ``name`` with its valid arguments but ``param=bad``; return the exception.
+
+    ``spec``, when given, replaces the valid call's ``spec=`` (see ``SPEC_VARIANTS``)."""
+    fn = PUBLIC[name]
     with _time_limit(60):  # building the valid arguments (once per value) is not timed
         bound = _baseline(name)
     arguments = dict(bound.arguments)
+    if spec is not None:
+        arguments["spec"] = spec
     arguments[param] = bad
     call = inspect.BoundArguments(bound.signature, arguments)
     try:
@@ -1114,6 +1235,15 @@ def _call(name: str, param: str, bad):
                 with result:  # a @contextmanager function checks its arguments on entry
                     pass
     except (ValueError, TypeError) as exc:
+        expected = _expected_error(kind, bad)
+        if type(exc) is not expected and not (
+            expected is ValueError and isinstance(exc, ValueError)
+        ):
+            pytest.fail(
+                f"{name}({param}={bad!r}) raised {type(exc).__name__}: {exc}; a value of "
+                f"{'the wrong type' if expected is TypeError else 'the right type'} must "
+                f"raise {expected.__name__} (gpulab._checks)"
+            )
         return exc
     except _TookTooLong:
         pytest.fail(f"{name}({param}={bad!r}) ran for {CALL_LIMIT_S} s instead of refusing it")
@@ -1127,8 +1257,8 @@ def _call(name: str, param: str, bad):
     pytest.fail(f"{name}({param}={bad!r}) accepted the bad value (returned {result!r:.80})")
 
 
-def _assert_refused(name: str, param: str, bad) -> None:
-    exc = _call(name, param, bad)
+def _assert_refused(name: str, param: str, bad, kind, spec=None) -> None:
+    exc = _call(name, param, bad, kind, spec)
     # The name as a word of its own ("n=0", "shape=(2.5,)", "times_s[1]=inf"), so that a
     # short name such as "n" is not found inside other words.
     assert re.search(rf"(?<![\w.]){re.escape(param)}(?!\w)", str(exc)), (
@@ -1154,9 +1284,9 @@ def test_every_public_callable_has_a_valid_call():
     missing = sorted(public - set(BASELINES) - set(EXCLUDED))
     stale = sorted((set(BASELINES) | set(EXCLUDED) | set(KINDS)) - public)
     assert not missing, f"public callables without a valid call in BASELINES: {missing}"
-    assert not stale, f"BASELINES, EXCLUDED or KINDS name what gl no longer exports: {stale}"
+    assert not stale, f"BASELINES, EXCLUDED or KINDS name what is no longer public: {stale}"
     for name, overrides in KINDS.items():
-        unknown = set(overrides) - set(inspect.signature(getattr(gl, name)).parameters)
+        unknown = set(overrides) - set(inspect.signature(PUBLIC[name]).parameters)
         assert not unknown, f"KINDS[{name!r}] names parameters it does not have: {unknown}"
 
 
@@ -1169,7 +1299,7 @@ def test_the_valid_call_works(name):
         pytest.skip(f"{name} is not exported (see test_every_public_callable_has_a_valid_call)")
     bound = _baseline(name)
     try:
-        result = getattr(gl, name)(*bound.args, **bound.kwargs)
+        result = PUBLIC[name](*bound.args, **bound.kwargs)
         if isinstance(result, contextlib._GeneratorContextManager):
             with result:
                 pass
@@ -1180,7 +1310,40 @@ def test_the_valid_call_works(name):
 @pytest.mark.parametrize("name, param, kind", _cases())
 def test_each_fixed_bad_value_is_refused_by_name(name, param, kind):
     for bad in _fixed(kind, _baseline(name).arguments.get(param)):
-        _assert_refused(name, param, bad)
+        _assert_refused(name, param, bad, kind)
+
+
+#: A second device for calls that take a ``spec=``: bad values must be refused whatever
+#: device the call is about, not only from the one baseline (a GPU and a CPU entry, so that
+#: checks that depend on the kind of device run both ways).
+SPEC_VARIANTS = ("H100 SXM", "Xeon 6980P")
+
+
+def _spec_cases() -> list:
+    cases = []
+    for case in _cases():
+        name, param, kind = case.values
+        bound = _baseline(name)
+        if param == "spec" or "spec" not in bound.arguments:
+            continue
+        for spec in SPEC_VARIANTS:
+            arguments = dict(bound.arguments, spec=spec)
+            call = inspect.BoundArguments(bound.signature, arguments)
+            try:
+                with _time_limit(CALL_LIMIT_S):
+                    PUBLIC[name](*call.args, **call.kwargs)
+            except (ValueError, TypeError):
+                continue  # this device does not fit the call (e.g. a CPU for a GPU model)
+            finally:
+                plt.close("all")
+            cases.append(pytest.param(name, param, kind, spec, id=f"{name}-{param}-{spec}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, param, kind, spec", _spec_cases())
+def test_each_fixed_bad_value_is_refused_for_another_device(name, param, kind, spec):
+    for bad in _fixed(kind, _baseline(name).arguments.get(param)):
+        _assert_refused(name, param, bad, kind, spec)
 
 
 @pytest.mark.parametrize("name, param, kind", _cases())
@@ -1202,4 +1365,4 @@ def test_generated_bad_values_are_refused_by_name(name, param, kind, data):
         bad = [element, *valid[1:]]
     else:
         bad = data.draw(st.one_of(st.sampled_from(FIXED[kind]), GENERATED[kind]), label=param)
-    _assert_refused(name, param, bad)
+    _assert_refused(name, param, bad, kind)

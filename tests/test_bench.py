@@ -20,7 +20,7 @@ def test_workload_of_known_duration_is_timed_correctly():
 
 
 def test_rates_follow_from_the_median():
-    r = gl.BenchResult(times_s=(0.5, 1.0, 2.0), calls_per_block=2, label="x")
+    r = gl.measure.bench.BenchResult(times_s=(0.5, 1.0, 2.0), calls_per_block=2, label="x")
     assert r.median_s == 1.0 and r.runs == 6
     assert r.flops_per_s(3e12) == 3e12 and r.tflops(3e12) == 3.0
     assert r.bytes_per_s(8e9) == 8e9 and r.gbs(8e9) == 8.0

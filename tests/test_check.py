@@ -77,6 +77,6 @@ def test_a_non_finite_answer_gets_a_sentence_not_a_traceback(capsys, answer):
 
 def test_check_result_checks_its_fields():
     with pytest.raises(ValueError, match="expected=nan"):
-        gl.CheckResult("x", None, float("nan"), False, "m")
+        gl.labkit.answers.CheckResult("x", None, float("nan"), False, "m")
     with pytest.raises(ValueError, match="ok=1"):
-        gl.CheckResult("x", 1.0, 1.0, 1, "m")
+        gl.labkit.answers.CheckResult("x", 1.0, 1.0, 1, "m")

@@ -45,8 +45,8 @@ def test_time_and_cost_by_hand():
     assert gl.epoch_seconds(1e12, "T4", precision="fp32", utilisation=1.0) == pytest.approx(
         1e12 / 8.1e12
     )
-    assert gl.run_cost(3600, price_per_hour=2.5) == 2.5
-    assert gl.run_cost(1800, price_per_hour=3.0, n_gpus=8) == 12.0
+    assert gl.costmodels.chooser.run_cost(3600, price_per_hour=2.5) == 2.5
+    assert gl.costmodels.chooser.run_cost(1800, price_per_hour=3.0, n_gpus=8) == 12.0
     with pytest.raises(ValueError, match="has no bf16 figure"):
         gl.epoch_seconds(1e12, "V100", precision="amp_bf16")
 
@@ -117,11 +117,11 @@ def test_arithmetic_helpers_reject_bad_inputs():
     with pytest.raises(ValueError, match="spec='Z1': no device called 'Z1'"):
         gl.epoch_seconds(1.0, "Z1")
     with pytest.raises(ValueError, match="price_per_hour=0 must be a positive number"):
-        gl.run_cost(10, price_per_hour=0)
+        gl.costmodels.chooser.run_cost(10, price_per_hour=0)
     with pytest.raises(ValueError, match="n_gpus=0 must be a positive integer"):
-        gl.run_cost(10, price_per_hour=1.0, n_gpus=0)
+        gl.costmodels.chooser.run_cost(10, price_per_hour=1.0, n_gpus=0)
     with pytest.raises(ValueError, match="time_s=nan must be a finite number of 0 or more"):
-        gl.run_cost(float("nan"), price_per_hour=1.0)
+        gl.costmodels.chooser.run_cost(float("nan"), price_per_hour=1.0)
     with pytest.raises(ValueError, match="batch_size=0 must be a positive integer"):
         gl.transformer_activation_bytes(
             layers=1, hidden=8, heads=1, seq_len=4, batch_size=0, precision="fp32"

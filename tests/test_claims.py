@@ -37,7 +37,7 @@ def test_claim_returns_markdown_when_the_data_supports_it():
 
 
 def test_claim_refuses_a_sentence_the_data_contradicts():
-    with pytest.raises(gl.ClaimError, match=r"barely benefits.*\(within noise\)"):
+    with pytest.raises(gl.labkit.claims.ClaimError, match=r"barely benefits.*\(within noise\)"):
         gl.claim("The add barely benefits.", 1.7 < 1.2, reason="within noise")
     with pytest.raises(AssertionError):  # a failed claim is a failed assert
         gl.claim("x", False)

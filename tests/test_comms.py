@@ -128,14 +128,16 @@ def test_bad_input_is_a_clear_error(kwargs, match):
 def test_an_infinite_bandwidth_is_refused_rather_than_giving_zero_time():
     # n/inf would be 0 s: a plausible-looking number from an impossible link.
     with pytest.raises(ValueError, match="bandwidth_bytes_per_s=inf"):
-        gl.collective_time("broadcast", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=float("inf"))
+        gl.costmodels.comms.collective_time(
+            "broadcast", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=float("inf")
+        )
     with pytest.raises(ValueError, match="collective='gather'"):
-        gl.collective_time("gather", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=1e9)
+        gl.costmodels.comms.collective_time("gather", 1e9, 8, alpha_s=0, bandwidth_bytes_per_s=1e9)
 
 
 def test_bytes_per_rank_and_bus_bandwidth():
-    assert gl.allreduce_bytes_per_rank(1e6, 2) == 1e6
-    assert gl.allreduce_bytes_per_rank(1e6, 1) == 0
+    assert gl.costmodels.comms.allreduce_bytes_per_rank(1e6, 2) == 1e6
+    assert gl.costmodels.comms.allreduce_bytes_per_rank(1e6, 1) == 0
     # bus bandwidth of a model-perfect all-reduce is the link bandwidth, for any p
     for p in (2, 4, 16):
         t = gl.allreduce_time(1e8, p, alpha_s=0, bandwidth_bytes_per_s=25e9)
@@ -250,9 +252,13 @@ def test_step_time_records_the_gpu_count_and_checks_its_fields():
     step = gl.dp_step_time(0.1, 1e9, 8, link="NVLink 4")
     assert step.n_gpus == 8 and step.speedup == pytest.approx(8 * step.efficiency)
     with pytest.raises(ValueError, match="comm_s=-1"):
-        gl.StepTime(compute_s=1.0, comm_s=-1, exposed_comm_s=0, total_s=1.0, n_gpus=2)
+        gl.costmodels.comms.StepTime(
+            compute_s=1.0, comm_s=-1, exposed_comm_s=0, total_s=1.0, n_gpus=2
+        )
     with pytest.raises(ValueError, match="n_gpus=0"):
-        gl.StepTime(compute_s=1.0, comm_s=0, exposed_comm_s=0, total_s=1.0, n_gpus=0)
+        gl.costmodels.comms.StepTime(
+            compute_s=1.0, comm_s=0, exposed_comm_s=0, total_s=1.0, n_gpus=0
+        )
 
 
 @pytest.mark.parametrize(

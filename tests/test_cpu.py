@@ -77,7 +77,7 @@ def test_hyperthreads_are_not_counted_as_cores(fake_machine):
     # 2 physical cores with 2 hyperthreads each: 4 logical CPUs, but 2 cores' FMA units.
     fake_machine(_cpuinfo(cores=2, threads_per_core=2), allowed={0, 1, 2, 3})
     peak = gl.estimate_cpu_peak()
-    assert gl.cpu_cores() == 4 and peak.cores == 2
+    assert gl.measure.cpu.cpu_cores() == 4 and peak.cores == 2
     assert peak.peak_flops == pytest.approx(2 * 2.6e9 * 32)
     assert peak.formula.startswith("2 physical cores × 2.60 GHz (current clock,")
 
@@ -114,7 +114,7 @@ def _this_machines_flags() -> set[str]:
 
 def test_this_machine_estimate_follows_from_its_cpuinfo():
     peak = gl.estimate_cpu_peak()
-    logical = gl.cpu_cores()
+    logical = gl.measure.cpu.cpu_cores()
     # Cores: never more than the logical CPUs; x86 SMT is at most 2-way, so at least half.
     assert 1 <= peak.cores <= logical
     if peak.cores_basis == "physical cores":
@@ -164,5 +164,5 @@ def test_memory_bandwidth_is_measured_and_plausible():
 
 
 def test_cpu_model_is_named():
-    assert isinstance(gl.cpu_model(), str) and gl.cpu_model()
-    assert np.isfinite(gl.cpu_cores())
+    assert isinstance(gl.measure.cpu.cpu_model(), str) and gl.measure.cpu.cpu_model()
+    assert np.isfinite(gl.measure.cpu.cpu_cores())

@@ -11,7 +11,7 @@ from gpulab.measure import device
 def test_detect_device_on_this_machine_is_consistent():
     info = gl.detect_device()
     assert info.kind in ("cuda", "mps", "cpu")
-    assert info.cpu_cores == gl.cpu_cores() and info.cpu_model
+    assert info.cpu_cores == gl.measure.cpu.cpu_cores() and info.cpu_model
     import torch
 
     assert info.torch_version == torch.__version__
@@ -64,9 +64,11 @@ def test_several_gpus_are_counted(fake_gpu):
 
 
 def test_cpu_only_advice_points_to_colab_gpu():
-    tips = gl.advice(gl.DeviceInfo(kind="cpu", name="x", torch_version="2.4.0"))
+    tips = gl.measure.device.advice(gl.DeviceInfo(kind="cpu", name="x", torch_version="2.4.0"))
     assert len(tips) == 1 and "No GPU found" in tips[0] and "Colab" in tips[0]
-    colab = gl.advice(gl.DeviceInfo(kind="cpu", name="x", torch_version="2.4.0", in_colab=True))
+    colab = gl.measure.device.advice(
+        gl.DeviceInfo(kind="cpu", name="x", torch_version="2.4.0", in_colab=True)
+    )
     assert "Runtime > Change runtime type" in colab[0]
 
 
@@ -79,7 +81,7 @@ def test_cupy_wheel_for_the_wrong_cuda_major_is_flagged_with_the_fix():
         cupy_package="cupy-cuda11x",
         cupy_version="13.3.0",
     )
-    tips = gl.advice(info)
+    tips = gl.measure.device.advice(info)
     assert any("pip uninstall -y cupy-cuda11x && pip install cupy-cuda12x" in t for t in tips)
 
 
@@ -93,12 +95,12 @@ def test_matching_cupy_wheel_gives_no_advice():
         cupy_version="13.3.0",
         cupy_usable=True,
     )
-    assert gl.advice(info) == []
+    assert gl.measure.device.advice(info) == []
 
 
 def test_gpu_without_cupy_suggests_the_matching_wheel():
     info = gl.DeviceInfo(kind="cuda", name="H100", torch_version="2.9", torch_cuda="13.0")
-    assert gl.advice(info) == [
+    assert gl.measure.device.advice(info) == [
         "CuPy is not installed (the labs' raw-kernel cells need it): pip install cupy-cuda13x"
     ]
 
@@ -168,7 +170,7 @@ def test_python_m_gpulab_doctor_runs_on_this_machine():
     info = gl.detect_device()  # the same machine, seen from this process
     out = proc.stdout
     assert out.startswith("gpulab doctor\n") and f"Device              {info.kind}: " in out
-    tips = gl.advice(info)
+    tips = gl.measure.device.advice(info)
     if tips:  # e.g. no GPU here: advice, one line per tip
         assert "\nAdvice:\n" in out and all(f"  - {tip}" in out for tip in tips)
     else:  # a healthy GPU machine has nothing to advise
@@ -197,7 +199,7 @@ def test_doctor_on_a_gpu_without_cupy_advises_the_wheel_for_torchs_cuda(fake_gpu
 
 def test_doctor_flags_a_cupy_wheel_for_another_cuda(fake_gpu):
     fake_gpu("A100", cuda="11.8", cupy_package="cupy-cuda12x")
-    tips = gl.advice(gl.detect_device())
+    tips = gl.measure.device.advice(gl.detect_device())
     assert tips == [
         "CuPy wheel cupy-cuda12x is built for CUDA 12 but torch uses CUDA 11.8: "
         "pip uninstall -y cupy-cuda12x && pip install cupy-cuda11x"
@@ -206,7 +208,7 @@ def test_doctor_flags_a_cupy_wheel_for_another_cuda(fake_gpu):
 
 def test_advice_and_doctor_refuse_what_is_not_a_device_info():
     with pytest.raises(ValueError, match="info='cuda' must be a DeviceInfo"):
-        gl.advice("cuda")
+        gl.measure.device.advice("cuda")
     with pytest.raises(ValueError, match="file=3 must be a writable"):
         gl.doctor(gl.DeviceInfo(kind="cpu", name="x"), file=3)
 

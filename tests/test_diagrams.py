@@ -35,7 +35,7 @@ def _opaque_white(fig) -> bool:
 @pytest.mark.parametrize("p, n", [(2, 2), (4, 4), (4, 10), (5, 7)])
 def test_ring_chunks_add_up_to_the_allreduced_result(p, n):
     values = np.random.default_rng(p * n).normal(size=(p, n))
-    steps = gl.simulate_ring_allreduce(values)
+    steps = gl.costmodels.comms.simulate_ring_allreduce(values)
     assert len(steps) == 2 * (p - 1) + 1
     assert [s.phase for s in steps].count("reduce-scatter") == p - 1
     for row in steps[-1].buffers:
@@ -51,7 +51,7 @@ def test_ring_chunks_add_up_to_the_allreduced_result(p, n):
 
 
 def test_ring_drawing_is_the_simulation():
-    fig, steps = gl.draw_ring_allreduce(4, seed=3)
+    fig, steps = gl.diagrams.draw_ring_allreduce(4, seed=3)
     assert _opaque_white(fig) and len(fig.axes) == 7
     # The numbers written in the last panel are the all-reduced chunks.
     last = [t.get_text() for t in fig.axes[-1].texts if t.get_text().replace(".", "").isdigit()]
@@ -66,17 +66,17 @@ def test_ring_drawing_is_the_simulation():
 )  # fmt: skip
 def test_ring_refuses_bad_values(values, match):
     with pytest.raises(ValueError, match=match):
-        gl.simulate_ring_allreduce(values)
+        gl.costmodels.comms.simulate_ring_allreduce(values)
 
 
 def test_draw_ring_refuses_bad_sizes():
     for bad in (1, 9, 2.5, True):
         with pytest.raises(ValueError, match="n_gpus"):
-            gl.draw_ring_allreduce(bad)
+            gl.diagrams.draw_ring_allreduce(bad)
 
 
 def test_tree_vs_ring_curves_are_the_cost_model():
-    fig, curves = gl.draw_tree_vs_ring("InfiniBand HDR", n_gpus=64)
+    fig, curves = gl.diagrams.draw_tree_vs_ring("InfiniBand HDR", n_gpus=64)
     link = gl.interconnect("InfiniBand HDR")
     kw = dict(alpha_s=link.latency_s, bandwidth_bytes_per_s=link.bandwidth)
     drawn = zip(curves["sizes_bytes"], curves["ring_s"], curves["tree_s"], strict=True)
@@ -92,16 +92,16 @@ def test_tree_vs_ring_curves_are_the_cost_model():
 
 def test_tree_vs_ring_needs_a_link_with_a_latency():
     with pytest.raises(ValueError, match="link=.*no latency"):
-        gl.draw_tree_vs_ring("PCIe Gen4")
+        gl.diagrams.draw_tree_vs_ring("PCIe Gen4")
     with pytest.raises(ValueError, match="n_gpus"):
-        gl.draw_tree_vs_ring(n_gpus=1)
+        gl.diagrams.draw_tree_vs_ring(n_gpus=1)
 
 
 # --------------------------------------------------------------------------- ZeRO, TP
 
 
 def test_zero_bars_equal_sharded_memory():
-    fig, stages = gl.draw_zero_stages(7.5e9, 64)
+    fig, stages = gl.diagrams.draw_zero_stages(7.5e9, 64)
     ax = fig.axes[0]
     bars = ax.patches
     assert len(bars) == 12  # 4 stages x 3 parts
@@ -115,26 +115,26 @@ def test_zero_bars_equal_sharded_memory():
 
 def test_zero_refuses_bad_input():
     with pytest.raises(ValueError, match="n_gpus"):
-        gl.draw_zero_stages(1e9, 0)
+        gl.diagrams.draw_zero_stages(1e9, 0)
     with pytest.raises(ValueError, match="n_params"):
-        gl.draw_zero_stages(0)
+        gl.diagrams.draw_zero_stages(0)
 
 
 def test_tensor_parallel_partials_sum_to_the_unsplit_output():
-    fig, parts = gl.draw_tensor_parallel(4, hidden=8)
+    fig, parts = gl.diagrams.draw_tensor_parallel(4, hidden=8)
     np.testing.assert_allclose(sum(parts["partials"]), parts["z"])
     assert len(parts["y_slices"]) == 4 and parts["y_slices"][0].shape == (3, 8)
     assert any("all-" in t.get_text() for t in fig.axes[0].texts)
     with pytest.raises(ValueError, match="hidden"):
-        gl.draw_tensor_parallel(3, hidden=2)  # 8 columns do not split 3 ways
+        gl.diagrams.draw_tensor_parallel(3, hidden=2)  # 8 columns do not split 3 ways
     with pytest.raises(ValueError, match="n_gpus"):
-        gl.draw_tensor_parallel(5)
+        gl.diagrams.draw_tensor_parallel(5)
 
 
 # --------------------------------------------------------------------------- pipelines
 
 
-@pytest.mark.parametrize("schedule", gl.SCHEDULES)
+@pytest.mark.parametrize("schedule", gl.costmodels.parallelism.SCHEDULES)
 @pytest.mark.parametrize("p, m", [(2, 1), (2, 4), (4, 8), (3, 7)])
 def test_bubble_equals_the_formula_for_equal_stages(schedule, p, m):
     s = gl.simulate_pipeline([1.0] * p, [2.0] * p, m, schedule=schedule)
@@ -176,7 +176,7 @@ def test_gantt_bubble_matches_the_measured_one_when_fed_the_measured_times():
             continue
         sched = gl.simulate_pipeline(times["forward_s"], times["backward_s"], row["m"],
                                      comm_s=times["comm_s"])  # fmt: skip
-        fig, bubbles = gl.draw_pipeline_gantt([sched], measured_bubble=row["bubble"])
+        fig, bubbles = gl.diagrams.draw_pipeline_gantt([sched], measured_bubble=row["bubble"])
         assert bubbles[0] == pytest.approx(row["bubble"], abs=0.005)
         assert sched.step_s == pytest.approx(row["step_s"], rel=1e-9)
         checked += 1
@@ -187,7 +187,7 @@ def test_gantt_bubble_matches_a_measurement_exactly():
     times = gl.stage_times_from_measurement(0.0843, 0.30, 8)
     sched = gl.simulate_pipeline(times["forward_s"], times["backward_s"], 8, comm_s=times["comm_s"])
     assert times["exact"] and sched.bubble == pytest.approx(0.30, abs=1e-9)
-    fig, bubbles = gl.draw_pipeline_gantt([sched], measured_bubble=0.30)
+    fig, bubbles = gl.diagrams.draw_pipeline_gantt([sched], measured_bubble=0.30)
     assert bubbles == [sched.bubble]
     idle = [b for b in fig.axes[0].patches if b.get_width() == pytest.approx(sched.step_s)]
     assert len(idle) == 2  # one idle background bar per stage, under the work
@@ -211,12 +211,12 @@ def test_simulate_pipeline_refuses_bad_input(kwargs, match):
 
 def test_gantt_refuses_what_is_not_a_schedule():
     with pytest.raises(ValueError, match="schedules"):
-        gl.draw_pipeline_gantt([])
+        gl.diagrams.draw_pipeline_gantt([])
     with pytest.raises(ValueError, match=r"schedules\[0\]"):
-        gl.draw_pipeline_gantt([42])
+        gl.diagrams.draw_pipeline_gantt([42])
     s = gl.simulate_pipeline([1.0], [1.0], 1)
     with pytest.raises(ValueError, match="measured_bubble"):
-        gl.draw_pipeline_gantt(s, measured_bubble=1.5)
+        gl.diagrams.draw_pipeline_gantt(s, measured_bubble=1.5)
 
 
 def test_recorded_pipeline_reader_prefers_the_json(tmp_path):
@@ -231,7 +231,9 @@ def test_recorded_pipeline_reader_prefers_the_json(tmp_path):
 
 
 def test_input_pipeline_timelines_follow_the_measurements():
-    fig, lanes = gl.draw_input_pipeline(0.064, 0.0576, 0.186, 0.092, n_workers=4, n_batches=6)
+    fig, lanes = gl.diagrams.draw_input_pipeline(
+        0.064, 0.0576, 0.186, 0.092, n_workers=4, n_batches=6
+    )
     starts = [a for a, _, _ in lanes["fixed"]["compute"]]
     assert np.diff(starts) == pytest.approx([0.092] * 5)
     for case in ("starved", "fixed"):
@@ -241,9 +243,9 @@ def test_input_pipeline_timelines_follow_the_measurements():
     for lane, spans in lanes["fixed"].items():  # a worker loads one batch at a time
         assert all(a[1] <= b[0] + 1e-12 for a, b in zip(spans[:-1], spans[1:], strict=True)), lane
     with pytest.raises(ValueError, match="starved_step_s"):
-        gl.draw_input_pipeline(0.064, 0.0576, 0.05, 0.092)
+        gl.diagrams.draw_input_pipeline(0.064, 0.0576, 0.05, 0.092)
     with pytest.raises(ValueError, match="n_workers"):
-        gl.draw_input_pipeline(0.064, 0.0576, 0.186, 0.092, n_workers=0)
+        gl.diagrams.draw_input_pipeline(0.064, 0.0576, 0.186, 0.092, n_workers=0)
 
 
 def test_input_pipeline_reader_reads_the_recorded_lab():
@@ -258,27 +260,27 @@ def test_input_pipeline_reader_reads_the_recorded_lab():
 
 
 def test_launch_mapping_uses_thread_map_and_the_registry():
-    fig, mapping = gl.draw_launch_mapping(1000, 256, spec="T4")
+    fig, mapping = gl.diagrams.draw_launch_mapping(1000, 256, spec="T4")
     assert mapping["n_blocks"] == 4 and mapping["idle_threads"] == 24
-    assert mapping["warps_per_block"] == 256 // gl.WARP_SIZE
+    assert mapping["warps_per_block"] == 256 // gl.kernels.simulator.WARP_SIZE
     assert mapping["sm_count"] == gl.get_spec("T4").sm_count
     for bad, match in ((dict(n=0), "n"), (dict(block=2000), "block"), (dict(spec="Z9"), "spec")):
         with pytest.raises(ValueError, match=match):
-            gl.draw_launch_mapping(**{"n": 10, "block": 4, **bad})
+            gl.diagrams.draw_launch_mapping(**{"n": 10, "block": 4, **bad})
 
 
 def test_tile_loads_count_reuse():
-    counts = gl.tile_loads(12, 4)
+    counts = gl.kernels.tiling.tile_loads(12, 4)
     assert (counts["a_loads"] == 3).all() and (counts["b_loads"] == 3).all()
     # Loads times reuse per load = n uses of each element, as in the naive kernel.
     assert 3 * counts["reuse_per_load"] == counts["naive_loads"]
     with pytest.raises(ValueError, match="tile"):
-        gl.tile_loads(10, 4)
-    fig, drawn = gl.draw_tiling(8, 2, block=(1, 2))
+        gl.kernels.tiling.tile_loads(10, 4)
+    fig, drawn = gl.diagrams.draw_tiling(8, 2, block=(1, 2))
     green = [p for p in fig.axes[0].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
     assert len(green) == 8 // 2  # the block's row of A tiles
     with pytest.raises(ValueError, match="block"):
-        gl.draw_tiling(8, 2, block=(4, 0))
+        gl.diagrams.draw_tiling(8, 2, block=(4, 0))
 
 
 # --------------------------------------------------------------------------- hardware
@@ -286,7 +288,7 @@ def test_tile_loads_count_reuse():
 
 def test_ladder_values_equal_the_registry():
     spec = gl.get_spec("H100 SXM")
-    fig, levels = gl.draw_memory_ladder(spec)
+    fig, levels = gl.diagrams.draw_memory_ladder(spec)
     by_name = {lv.level: lv for lv in levels}
     device = by_name["device memory (HBM3)"]
     assert (device.capacity_bytes, device.bandwidth_bytes_per_s) == (
@@ -316,13 +318,13 @@ def test_ladder_values_equal_the_registry():
 
 def test_ladder_refuses_a_gpu_without_figures():
     with pytest.raises(ValueError, match="spec=.*memory ladder has figures for"):
-        gl.memory_ladder("T4")
+        gl.hardware.memory_ladder.memory_ladder("T4")
     with pytest.raises(ValueError, match="spec"):
-        gl.memory_ladder("Z9000")
+        gl.hardware.memory_ladder.memory_ladder("Z9000")
 
 
 def test_sm_anatomy_counts_come_from_the_per_sm_table():
-    fig, drawn = gl.draw_sm_anatomy("T4", "H100 SXM")
+    fig, drawn = gl.diagrams.draw_sm_anatomy("T4", "H100 SXM")
     for a, name in zip(drawn, ("T4", "H100 SXM"), strict=True):
         arch = gl.sm_architecture(name)
         assert a["partitions"] == arch.warp_schedulers_per_sm
@@ -339,29 +341,30 @@ def test_sm_anatomy_counts_come_from_the_per_sm_table():
         lanes = [p for p in ax.patches if p.get_facecolor()[:3] == matplotlib.colors.to_rgb(
             gl.COLORS["gpu"])]  # fmt: skip
         assert len(lanes) == a["partitions"] * a["lanes_per_partition"]
-    assert len(gl.draw_sm_anatomy("A100 80GB", None)[1]) == 1
+    assert len(gl.diagrams.draw_sm_anatomy("A100 80GB", None)[1]) == 1
     with pytest.raises(ValueError, match="other="):
-        gl.draw_sm_anatomy("T4", "Xeon 8380")
+        gl.diagrams.draw_sm_anatomy("T4", "Xeon 8380")
     with pytest.raises(ValueError, match="spec="):
-        gl.draw_sm_anatomy("Z9000")
+        gl.diagrams.draw_sm_anatomy("Z9000")
 
 
 def test_cpu_vs_gpu_says_it_is_qualitative():
-    fig, drawn = gl.draw_cpu_vs_gpu()
+    fig, drawn = gl.diagrams.draw_cpu_vs_gpu()
     texts = [t.get_text() for ax in fig.axes for t in ax.texts]
     assert sum("qualitative" in t for t in texts) == 2
     assert drawn["gpu_alus"] > 10 * drawn["cpu_cores"]
     with pytest.raises(ValueError, match="style"):
-        gl.draw_cpu_vs_gpu("photo")
+        gl.diagrams.draw_cpu_vs_gpu("photo")
 
 
 def test_every_diagram_has_an_opaque_white_background():
     figures = [
-        gl.draw_ring_allreduce()[0], gl.draw_tree_vs_ring()[0], gl.draw_zero_stages()[0],
-        gl.draw_tensor_parallel()[0], gl.draw_launch_mapping()[0], gl.draw_tiling()[0],
-        gl.draw_memory_ladder()[0], gl.draw_cpu_vs_gpu()[0],
-        gl.draw_pipeline_gantt([gl.simulate_pipeline([1.0], [1.0], 1)])[0],
-        gl.draw_input_pipeline(0.06, 0.05, 0.2, 0.1)[0],
+        gl.diagrams.draw_ring_allreduce()[0], gl.diagrams.draw_tree_vs_ring()[0],
+        gl.diagrams.draw_zero_stages()[0], gl.diagrams.draw_tensor_parallel()[0],
+        gl.diagrams.draw_launch_mapping()[0], gl.diagrams.draw_tiling()[0],
+        gl.diagrams.draw_memory_ladder()[0], gl.diagrams.draw_cpu_vs_gpu()[0],
+        gl.diagrams.draw_pipeline_gantt([gl.simulate_pipeline([1.0], [1.0], 1)])[0],
+        gl.diagrams.draw_input_pipeline(0.06, 0.05, 0.2, 0.1)[0],
     ]  # fmt: skip
     assert all(_opaque_white(fig) for fig in figures)
 
@@ -369,7 +372,7 @@ def test_every_diagram_has_an_opaque_white_background():
 def test_shared_memory_bandwidth_is_the_peak_its_banks_give():
     # 128 bytes per clock per SM (32 banks x 4 bytes) at the clock the FP32 peak implies.
     spec = gl.get_spec("H100 SXM")
-    shared = gl.memory_ladder(spec)[1]
+    shared = gl.hardware.memory_ladder.memory_ladder(spec)[1]
     lanes = gl.sm_architecture(spec).fp32_lanes_per_sm
     clock_hz = spec.peak_flops["fp32"] / (2 * spec.sm_count * lanes)
     assert 1.9e9 < clock_hz < 2.0e9  # H100 SXM's boost clock is 1.98 GHz
@@ -389,7 +392,7 @@ def test_fusion_bytes_are_eager_cost_s():
     import torch
 
     n = 2**20
-    fig, traffic = gl.draw_fusion(_gelu_by_hand, n, spec="H100 SXM")
+    fig, traffic = gl.diagrams.draw_fusion(_gelu_by_hand, n, spec="H100 SXM")
     x = torch.empty(n)
     # Per kernel, what eager_cost counts for that one operation; in all, what it counts for
     # the whole function run eagerly on a real tensor.
@@ -412,14 +415,16 @@ def test_fusion_bytes_are_eager_cost_s():
 
 
 def test_fusion_in_half_precision_moves_half_the_bytes():
-    full = gl.fusion_traffic(_gelu_by_hand, 1024)
-    half = gl.fusion_traffic(_gelu_by_hand, 1024, precision="bf16")
+    full = gl.costmodels.flops.fusion_traffic(_gelu_by_hand, 1024)
+    half = gl.costmodels.flops.fusion_traffic(_gelu_by_hand, 1024, precision="bf16")
     assert half["eager_bytes"] * 2 == full["eager_bytes"]
     assert half["fused_bytes"] * 2 == full["fused_bytes"]
 
 
 def test_fusion_prints_the_measurement_it_is_given():
-    fig, traffic = gl.draw_fusion(_gelu_by_hand, 1024, measured={"eager_s": 0.05, "fused_s": 0.005})
+    fig, traffic = gl.diagrams.draw_fusion(
+        _gelu_by_hand, 1024, measured={"eager_s": 0.05, "fused_s": 0.005}
+    )
     assert traffic["measured"] == {"eager_s": 0.05, "fused_s": 0.005}
     assert any("10.0× faster" in t.get_text() for t in fig.axes[0].texts)
 
@@ -435,7 +440,7 @@ def test_fusion_prints_the_measurement_it_is_given():
 def test_fusion_refuses_bad_input(kwargs, match):
     kwargs = {"fn": _gelu_by_hand, "n_elem": 64, **kwargs}
     with pytest.raises(ValueError, match=match):
-        gl.draw_fusion(**kwargs)
+        gl.diagrams.draw_fusion(**kwargs)
 
 
 def test_fusion_reader_reads_the_recorded_lab(tmp_path):
@@ -455,7 +460,7 @@ def test_dispatch_log_is_what_the_backend_receives():
     torch.manual_seed(0)
     layer = torch.nn.Linear(4, 3)
     x, y = torch.randn(8, 4), torch.randint(0, 3, (8,))
-    fig, log = gl.draw_dispatch(lambda: torch.nn.functional.cross_entropy(layer(x), y))
+    fig, log = gl.diagrams.draw_dispatch(lambda: torch.nn.functional.cross_entropy(layer(x), y))
     assert [c["op"] for c in log["forward"]][:2] == ["t", "addmm"]
     assert {c["op"]: c["library"] for c in log["forward"]}["addmm"] == "cuBLAS"
     assert "mm" in [c["op"] for c in log["backward"]]
@@ -472,10 +477,10 @@ def test_dispatch_refuses_what_is_not_a_loss():
     import torch
 
     with pytest.raises(ValueError, match="forward="):
-        gl.dispatch_log(42)
+        gl.diagrams.dispatch_log(42)
     with pytest.raises(ValueError, match="forward=.*requires grad"):
-        gl.dispatch_log(lambda: torch.ones(3).sum())
+        gl.diagrams.dispatch_log(lambda: torch.ones(3).sum())
     with pytest.raises(ValueError, match="forward=.*one-element"):
-        gl.dispatch_log(lambda: torch.ones(3, requires_grad=True) * 2)
+        gl.diagrams.dispatch_log(lambda: torch.ones(3, requires_grad=True) * 2)
     with pytest.raises(ValueError, match="title"):
-        gl.draw_dispatch(lambda: torch.ones(1, requires_grad=True).sum(), title=3)
+        gl.diagrams.draw_dispatch(lambda: torch.ones(1, requires_grad=True).sum(), title=3)

@@ -125,9 +125,9 @@ def test_the_report_parser_names_the_root_cause():
 
 
 def test_launch_env_keeps_what_the_user_set():
-    env = gl.launch_env({"MASTER_ADDR": "10.0.0.1"})
+    env = gl.labkit.launcher.launch_env({"MASTER_ADDR": "10.0.0.1"})
     assert env["MASTER_ADDR"] == "10.0.0.1" and env["PYTHONUNBUFFERED"] == "1"
-    assert gl.launch_env({})["MASTER_ADDR"] == "127.0.0.1"
+    assert gl.labkit.launcher.launch_env({})["MASTER_ADDR"] == "127.0.0.1"
 
 
 @pytest.mark.parametrize(

@@ -60,7 +60,7 @@ class FakeNvml:
 
 
 def test_cpu_estimate_is_assumed_power_times_time_and_says_so(capsys):
-    watts_per_core, basis = gl.cpu_watts_per_core()
+    watts_per_core, basis = gl.measure.energy.cpu_watts_per_core()
     # Registry: Xeon 8380 270 W / 40 cores, EPYC 7763 280 / 64, Xeon 8480+ 350 / 56,
     # EPYC 9755 500 / 128, Xeon 6980P 500 / 128.
     per_core = [270 / 40, 280 / 64, 350 / 56, 500 / 128, 500 / 128]
@@ -80,9 +80,13 @@ def test_cpu_estimate_is_assumed_power_times_time_and_says_so(capsys):
 
 
 def test_estimate_from_a_named_registry_device():
-    assert gl.assumed_power("cpu", spec="Xeon 8380", cores=4).watts == pytest.approx(27.0)
-    assert gl.assumed_power("cpu", spec="Xeon 8380", cores=400).watts == 270.0  # whole socket
-    gpu = gl.assumed_power("cuda", spec="A100 80GB")
+    assert gl.measure.energy.assumed_power("cpu", spec="Xeon 8380", cores=4).watts == pytest.approx(
+        27.0
+    )
+    assert (
+        gl.measure.energy.assumed_power("cpu", spec="Xeon 8380", cores=400).watts == 270.0
+    )  # whole socket
+    gpu = gl.measure.energy.assumed_power("cuda", spec="A100 80GB")
     assert gpu.watts == 400 and "nvidia.com" in gpu.basis
     with gl.measure_energy("cpu", spec="EPYC 7763", cores=64, verbose=False) as m:
         pass
@@ -203,14 +207,18 @@ def test_bad_arguments_are_named():
         with gl.measure_energy("tpu", verbose=False):
             pass
     with pytest.raises(ValueError, match="cores=0 must be a positive integer"):
-        gl.assumed_power("cpu", cores=0)
+        gl.measure.energy.assumed_power("cpu", cores=0)
     with pytest.raises(ValueError, match="spec='Z9000': no device called 'Z9000'"):
-        gl.assumed_power("cuda", spec="Z9000")
+        gl.measure.energy.assumed_power("cuda", spec="Z9000")
     with pytest.raises(ValueError, match="interval_s=nan must be a positive"):
         gl.measure_energy("cpu", interval_s=float("nan"))
     with pytest.raises(ValueError, match="cores=2.0 must be a positive integer"):
         gl.measure_energy("cpu", cores=2.0)
-    assert gl.ENERGY_METHODS == ("nvml-energy-counter", "nvml-power-sampling", "estimate-tdp")
+    assert gl.measure.energy.ENERGY_METHODS == (
+        "nvml-energy-counter",
+        "nvml-power-sampling",
+        "estimate-tdp",
+    )
 
 
 def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):

@@ -226,7 +226,7 @@ def test_peak_model_phases_and_table():
         with pytest.raises(ValueError, match=f"{name}=-1"):
             gl.estimate_training_memory(10, **{name: -1})
     with pytest.raises(ValueError, match="param_sizes="):
-        gl.optimizer_temporaries_bytes([])
+        gl.costmodels.memory.optimizer_temporaries_bytes([])
     with pytest.raises(ValueError, match="no trainable parameters"):
         gl.estimate_step_memory(nn.ReLU(), torch.randn(2, 3))
 

@@ -80,7 +80,7 @@ def test_spec_trend_and_label_tidying_name_bad_arguments():
 
 def test_course_style_is_scoped():
     before = matplotlib.rcParams["axes.spines.top"]
-    with gl.course_style():
+    with gl.labkit.plotting.course_style():
         assert matplotlib.rcParams["axes.spines.top"] is False
     assert matplotlib.rcParams["axes.spines.top"] == before
 

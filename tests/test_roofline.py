@@ -35,7 +35,9 @@ def test_arithmetic_intensity_and_errors():
     with pytest.raises(ValueError, match="precision='bf16': Tesla T4 has no bf16 figure"):
         gl.predict_time("T4", 1, 1, precision="bf16")
     with pytest.raises(ValueError, match="no memory bandwidth"):
-        no_bandwidth = gl.DeviceSpec("x", "v", "a", 2020, "gpu", None, "", None, {"fp32": 1.0})
+        no_bandwidth = gl.hardware.specs.DeviceSpec(
+            "x", "v", "a", 2020, "gpu", None, "", None, {"fp32": 1.0}
+        )
         gl.predict_time(no_bandwidth, 1, 1)
 
 
@@ -77,9 +79,9 @@ def test_prediction_reads_as_a_duration_and_checks_its_fields():
     p = gl.predict_time("T4", flops=1e9, bytes_moved=1e9)
     assert str(p).endswith(": 3.12 ms, memory-bound")
     with pytest.raises(ValueError, match="time_s=-1"):
-        gl.Prediction("T4", "fp32", -1, 0, 0, "memory")
+        gl.costmodels.roofline.Prediction("T4", "fp32", -1, 0, 0, "memory")
     with pytest.raises(ValueError, match="bound='latency'"):
-        gl.Prediction("T4", "fp32", 1, 1, 0, "latency")
+        gl.costmodels.roofline.Prediction("T4", "fp32", 1, 1, 0, "latency")
 
 
 def test_arithmetic_intensity_refuses_non_finite_counts():

@@ -11,7 +11,7 @@ import gpulab as gl  # noqa: E402
 
 
 def timed(*seconds):
-    return gl.BenchResult(tuple(seconds), 1, "")
+    return gl.measure.bench.BenchResult(tuple(seconds), 1, "")
 
 
 def test_speedups_chain_from_the_last_kept_step():

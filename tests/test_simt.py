@@ -81,5 +81,5 @@ def test_a_kernel_must_be_callable_and_dim3_must_hold_counts():
     with pytest.raises(ValueError, match="kernel=3"):
         gl.launch(3, 1, 1)
     with pytest.raises(ValueError, match="y=-1"):
-        gl.Dim3(1, -1)
-    assert gl.Dim3(0, 0, 0).size == 0  # an index may be 0
+        gl.kernels.simulator.Dim3(1, -1)
+    assert gl.kernels.simulator.Dim3(0, 0, 0).size == 0  # an index may be 0

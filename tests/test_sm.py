@@ -61,8 +61,8 @@ def test_fp32_lanes_times_sms_match_the_registry_core_counts():
 def test_every_row_has_sources_and_consistent_shared_limits():
     text = resources.files("gpulab").joinpath("data/sm_architecture.csv").read_text("utf-8")
     rows = list(csv.DictReader(text.splitlines()))
-    assert len(rows) == len(gl.list_sm_architectures()) >= 3
-    for arch in gl.list_sm_architectures():
+    assert len(rows) == len(gl.hardware.sm.list_sm_architectures()) >= 3
+    for arch in gl.hardware.sm.list_sm_architectures():
         assert arch.limits_source_url.startswith("https://docs.nvidia.com/cuda/")
         assert arch.anatomy_source_url.startswith("https://")
         assert arch.max_shared_per_block_bytes <= arch.max_shared_per_sm_bytes

@@ -126,7 +126,7 @@ def test_progress_bar_reports_samples(capsys):
 
 
 def test_stats_without_steps():
-    stats = gl.TrainStats(steps=0, samples=0, time_s=0.0, losses=[])
+    stats = gl.labkit.training_loop.TrainStats(steps=0, samples=0, time_s=0.0, losses=[])
     assert math.isnan(stats.final_loss)
     with pytest.raises(ValueError, match="no step was timed"):
         _ = stats.samples_per_s

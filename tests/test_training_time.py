@@ -6,26 +6,32 @@ import pytest
 
 import gpulab as gl
 
-BERT_BASE_TOTAL, BERT_BASE_EMBEDDINGS = 109_482_240, 23_837_184  # gl.models' exact count
+BERT_BASE_TOTAL, BERT_BASE_EMBEDDINGS = 109_482_240, 23_837_184  # gl.networks' exact count
 D_BERT = 1_000_000 * 256 * 512  # Devlin et al.: 1M steps of 256 sequences of 512 tokens
 
 
 def test_flops_per_token_is_six_n_plus_the_attention_term():
-    assert gl.training_flops_per_token(1e6) == 6e6
+    assert gl.costmodels.training_time.training_flops_per_token(1e6) == 6e6
     # BERT-base shape: 6 x 12 layers x 512 tokens x 768 = 28.3 M FLOPs per token on top
-    per_token = gl.training_flops_per_token(85_645_056, layers=12, hidden=768, seq_len=512)
+    per_token = gl.costmodels.training_time.training_flops_per_token(
+        85_645_056, layers=12, hidden=768, seq_len=512
+    )
     assert per_token == 6 * 85_645_056 + 28_311_552
     with pytest.raises(ValueError, match=r"layers=12 needs hidden, seq_len too"):
-        gl.training_flops_per_token(1e6, layers=12)
+        gl.costmodels.training_time.training_flops_per_token(1e6, layers=12)
 
 
 def test_flops_per_sample_uses_the_same_rule_for_every_model():
     bert = gl.get_model("BERT-base")
-    per_token = gl.training_flops_per_token(110e6, layers=12, hidden=768, seq_len=512)
+    per_token = gl.costmodels.training_time.training_flops_per_token(
+        110e6, layers=12, hidden=768, seq_len=512
+    )
     assert gl.training_flops_per_sample("bert base") == pytest.approx(512 * per_token)
     assert gl.training_flops_per_sample(bert) == gl.training_flops_per_sample("BERT-base")
     # A shorter sequence shrinks the attention term too.
-    short = gl.training_flops_per_token(110e6, layers=12, hidden=768, seq_len=128)
+    short = gl.costmodels.training_time.training_flops_per_token(
+        110e6, layers=12, hidden=768, seq_len=128
+    )
     assert gl.training_flops_per_sample(bert, seq_len=128) == pytest.approx(128 * short)
     resnet = gl.get_model("ResNet-50")
     assert gl.training_flops_per_sample(resnet) == pytest.approx(3 * 2 * 4.09e9)
@@ -61,12 +67,19 @@ def test_jobs_count_what_the_rules_say():
 
 
 def test_precision_sets_the_peak_and_the_gradient_width():
-    assert gl.training_precision("A100 80GB") == "amp_bf16"
-    assert gl.training_precision("V100") == "amp_fp16"
-    assert gl.training_precision("Xeon 8380") == "fp32"
+    assert gl.costmodels.training_time.training_precision("A100 80GB") == "amp_bf16"
+    assert gl.costmodels.training_time.training_precision("V100") == "amp_fp16"
+    assert gl.costmodels.training_time.training_precision("Xeon 8380") == "fp32"
     with pytest.raises(ValueError, match="no FP32, FP16 or BF16 peak"):
-        gl.training_precision("M2 Max")
-    assert [gl.gradient_bytes(p) for p in gl.TIME_PRECISIONS] == [4, 4, 2, 2, 4, 4]
+        gl.costmodels.training_time.training_precision("M2 Max")
+    assert [gl.gradient_bytes(p) for p in gl.costmodels.training_time.TIME_PRECISIONS] == [
+        4,
+        4,
+        2,
+        2,
+        4,
+        4,
+    ]
     # The memory model uses the same widths.
     for precision in gl.TRAINING_PRECISIONS:
         assert gl.gradient_bytes(precision) == gl.bytes_per_param(precision)["gradients"]
@@ -131,7 +144,7 @@ def test_data_parallel_adds_the_ring_all_reduce_of_the_gradients():
 
 
 def test_a_link_needs_the_steps_and_the_parameter_count():
-    job = gl.TrainingJob("given", 1e18, "given")
+    job = gl.costmodels.training_time.TrainingJob("given", 1e18, "given")
     with pytest.raises(ValueError, match=r"link='NVLink 3' needs the job's steps and n_params"):
         gl.time_to_train(job, "A100 80GB", n_gpus=8, link="NVLink 3")
 
@@ -191,8 +204,8 @@ def test_scaling_estimate_by_hand():
         (lambda job: gl.time_to_train(job, "K80", precision="amp_bf16"), "no bf16 figure"),
         (lambda job: gl.time_to_train("job", "A100 80GB"), "job='job' must be a TrainingJob"),
         (lambda job: gl.time_to_train(job, 3), "spec=3 must be a registry name"),
-        (lambda job: gl.TrainingJob("j", math.nan, "f"), "flops=nan"),
-        (lambda job: gl.TrainingJob("j", 1.0, "f", steps=0), "steps=0"),
+        (lambda job: gl.costmodels.training_time.TrainingJob("j", math.nan, "f"), "flops=nan"),
+        (lambda job: gl.costmodels.training_time.TrainingJob("j", 1.0, "f", steps=0), "steps=0"),
         (lambda job: gl.resnet_training_job(8e9, epochs=0), "epochs=0"),
         (lambda job: gl.resnet_training_job("8e9"), "forward_flops_per_image='8e9'"),
         (lambda job: gl.transformer_training_job(1e6, -1), "n_tokens=-1"),
@@ -215,25 +228,25 @@ def test_scaling_estimate_by_hand():
     ],
 )
 def test_bad_inputs_are_refused_with_the_parameter_named(call, message):
-    job = gl.TrainingJob("job", 1e18, "given")
+    job = gl.costmodels.training_time.TrainingJob("job", 1e18, "given")
     with pytest.raises(ValueError, match=message):
         call(job)
 
 
 def test_unknown_devices_raise_value_errors_with_close_matches():
-    job = gl.TrainingJob("job", 1e18, "given")
+    job = gl.costmodels.training_time.TrainingJob("job", 1e18, "given")
     for call in (
         lambda: gl.time_to_train(job, "A100 90GB"),
         lambda: gl.epoch_seconds(1e12, "A100 90GB"),
         lambda: gl.scaling_estimate(1e9, "A100 90GB", 8, "NVLink 3"),
-        lambda: gl.training_precision("A100 90GB"),
+        lambda: gl.costmodels.training_time.training_precision("A100 90GB"),
     ):
         with pytest.raises(ValueError, match=r"spec='A100 90GB'.*close names: .*A100"):
             call()
 
 
 def test_durations_print_with_the_one_formatter():
-    job = gl.TrainingJob("job", 312e12 * 0.4 * 13.466 * 60, "given")
+    job = gl.costmodels.training_time.TrainingJob("job", 312e12 * 0.4 * 13.466 * 60, "given")
     t = gl.time_to_train(job, "A100 80GB")
     assert t.time_s == pytest.approx(13.466 * 60)
     assert f": {gl.format_duration(t.time_s)}\n" in str(t) and "13.5 min" in str(t)

@@ -1,5 +1,6 @@
-"""The four widgets: one behaviour without ipywidgets, the same report as the functions
-they wrap, forgiving device names, and output that follows the controls."""
+"""The calculators (every widget in gpulab.labkit.widgets): one behaviour without
+ipywidgets, the same report as the functions they wrap, forgiving device names, and output
+that follows the controls."""
 
 import subprocess
 import sys

@@ -156,7 +156,7 @@ def run_cost(time_s: float, price_per_hour: float, n_gpus: int = 1) -> float:
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.run_cost(5400, price_per_hour=2.0, n_gpus=8)   # 1.5 h x $2 x 8
+    >>> run_cost(5400, price_per_hour=2.0, n_gpus=8)   # 1.5 h x $2 x 8
     24.0
     """
     time_s = non_negative_number("time_s", time_s)
@@ -320,7 +320,7 @@ def plan_training(
     precision : str
         One of ``gl.TRAINING_PRECISIONS``: ``"fp32"``, ``"amp_bf16"``, ``"amp_fp16"``, ``"bf16"``.
     optimizer : str
-        One of ``gl.memory.OPTIMIZERS``: ``"sgd"``, ``"sgd_momentum"``, ``"adam"``, ``"adamw"``.
+        One of ``gl.OPTIMIZERS``: ``"sgd"``, ``"sgd_momentum"``, ``"adam"``, ``"adamw"``.
     batch_size : int
         Samples per step on one device.
     seq_len, image_size : int, optional

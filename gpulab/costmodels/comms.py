@@ -278,7 +278,7 @@ def allreduce_bytes_per_rank(n_bytes: float, n_gpus: int) -> float:
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.allreduce_bytes_per_rank(1000, 8)
+    >>> allreduce_bytes_per_rank(1000, 8)
     1750.0
     """
     n = non_negative_number("n_bytes", n_bytes)
@@ -574,7 +574,7 @@ def simulate_ring_allreduce(values) -> list[RingStep]:
     --------
     >>> import numpy as np
     >>> import gpulab as gl
-    >>> steps = gl.simulate_ring_allreduce(np.arange(8.0).reshape(4, 2).repeat(2, axis=1))
+    >>> steps = simulate_ring_allreduce(np.arange(8.0).reshape(4, 2).repeat(2, axis=1))
     >>> len(steps), steps[-1].buffers[0].tolist()
     (7, [12.0, 12.0, 16.0, 16.0])
     """

@@ -19,7 +19,16 @@ from collections.abc import Callable, Sequence
 from gpulab._checks import choice, non_negative_int, positive_int
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 
-__all__ = ["conv2d_flops", "count_flops", "eager_cost", "linear_flops", "matmul_flops"]
+__all__ = [
+    "FUSION_PRECISIONS",
+    "conv2d_flops",
+    "count_flops",
+    "dispatch_mode_class",
+    "eager_cost",
+    "fusion_traffic",
+    "linear_flops",
+    "matmul_flops",
+]
 
 
 def _positive_ints(**values: int) -> None:

@@ -78,10 +78,6 @@ _STATES_PER_PARAM = {"sgd": 0, "sgd_momentum": 1, "adam": 2, "adamw": 2}
 _PARTS = ("parameters", "gradients", "optimizer states", "activations")
 
 
-def _check_count(name: str, value, *, allow_zero: bool) -> None:
-    (non_negative_int if allow_zero else positive_int)(name, value)
-
-
 def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[str, int]:
     """Bytes each parameter costs in weights, gradient and optimizer states.
 

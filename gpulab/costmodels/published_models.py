@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from gpulab._checks import choice, positive_int, positive_number, text
+from gpulab._checks import choice, positive_int, positive_number, text, wrong_type
 
 __all__ = ["NAMED_MODELS", "NamedModel", "get_model", "named_model_or_none", "resolve_model"]
 
@@ -113,11 +113,18 @@ def _words(text: str) -> str:
 
 
 def resolve_model(param: str, name) -> NamedModel:
-    """The named model called ``name``; a ValueError naming ``param`` if there is none."""
-    if isinstance(name, str):
-        for model in NAMED_MODELS.values():
-            if _words(model.name) == _words(name):
-                return model
+    """The named model called ``name``; an error naming ``param`` if there is none.
+
+    Examples
+    --------
+    >>> resolve_model("model", "bert base").name
+    'BERT-base'
+    """
+    if not isinstance(name, str):
+        raise wrong_type(param, name, f"the name of a model, one of {', '.join(NAMED_MODELS)}")
+    for model in NAMED_MODELS.values():
+        if _words(model.name) == _words(name):
+            return model
     raise ValueError(f"{param}={name!r} is not a named model; use one of {', '.join(NAMED_MODELS)}")
 
 

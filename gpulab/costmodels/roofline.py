@@ -417,7 +417,8 @@ def measure_ceilings(
     --------
     >>> import gpulab as gl
     >>> c = gl.measure_ceilings("cpu", copy_bytes=2**22, matmul_n=128, min_run_time_s=0.05)
-    >>> c.measured, c.device_name == gl.cpu_model(), c.peak_flops > 0, c.memory_bandwidth > 0
+    >>> from gpulab.measure.cpu import cpu_model
+    >>> c.measured, c.device_name == cpu_model(), c.peak_flops > 0, c.memory_bandwidth > 0
     (True, True, True, True)
     """
     import torch

@@ -107,9 +107,9 @@ def training_flops_per_token(
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.training_flops_per_token(1e6)
+    >>> training_flops_per_token(1e6)
     6000000.0
-    >>> gl.training_flops_per_token(1e6, layers=2, hidden=64, seq_len=128)  # + 6*2*128*64
+    >>> training_flops_per_token(1e6, layers=2, hidden=64, seq_len=128)  # + 6*2*128*64
     6098304.0
     """
     n = positive_number("n_params", n_params)
@@ -174,9 +174,9 @@ def training_precision(spec) -> str:
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.training_precision("V100"), gl.training_precision("A100 80GB")
+    >>> training_precision("V100"), training_precision("A100 80GB")
     ('amp_fp16', 'amp_bf16')
-    >>> gl.training_precision("K80")
+    >>> training_precision("K80")
     'fp32'
     """
     found = resolve_spec("spec", spec)
@@ -491,12 +491,13 @@ def time_to_train(
     Examples
     --------
     >>> import gpulab as gl
-    >>> job = gl.TrainingJob("job", 312e12 * 3600, "one A100-hour at peak")
+    >>> job = TrainingJob("job", 312e12 * 3600, "one A100-hour at peak")
     >>> t = gl.time_to_train(job, "A100 80GB", utilisation=0.5)
     >>> t.hours, t.precision
     (2.0, 'amp_bf16')
     """
-    from gpulab.costmodels.comms import _as_link, dp_step_time
+    from gpulab.costmodels.comms import dp_step_time
+    from gpulab.hardware.interconnects import resolve_link
 
     if not isinstance(job, TrainingJob):
         raise ValueError(f"job={job!r} must be a TrainingJob (gl.resnet_training_job, ...)")
@@ -519,7 +520,7 @@ def time_to_train(
             assumptions=(*notes, *assumptions),
         )  # fmt: skip
 
-    the_link = _as_link(link)
+    the_link = resolve_link("link", link)
     if job.steps is None or job.n_params is None:
         raise ValueError(
             f"link={link!r} needs the job's steps and n_params (to know what is all-reduced, "

@@ -7,7 +7,7 @@ These are for the people who write and teach the course, not for learners, so
     pip install "gpulab[course]"
 
 Import what you need from here, e.g. ``from gpulab.course import lab_table``, or use the
-command line: ``python -m gpulab record | record-all | stamp | student`` (see
+command line: ``python -m gpulab record [--all] | stamp | student`` (see
 :mod:`gpulab.course.cli`).
 """
 

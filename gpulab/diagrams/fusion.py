@@ -13,7 +13,6 @@ from gpulab.units import format_bytes, format_duration, format_rate
 
 __all__ = ["draw_fusion"]
 
-_DTYPES = {"fp32": "float32", "fp16": "float16", "bf16": "bfloat16"}
 
 
 def _measured(measured) -> dict | None:

@@ -16,7 +16,7 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from gpulab._checks import choice, non_negative_number, positive_int, positive_number
+from gpulab._checks import choice, non_negative_number, positive_int, positive_number, wrong_type
 
 __all__ = ["Interconnect", "interconnect", "list_interconnects", "resolve_link"]
 
@@ -156,7 +156,9 @@ def resolve_link(param: str, name) -> Interconnect:
     if isinstance(name, Interconnect):
         return name
     choices = ", ".join(repr(link.name) for link, _ in _registry())
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str):
+        raise wrong_type(param, name, f"an Interconnect or a link name ({choices})")
+    if not name.strip():
         raise ValueError(f"{param}={name!r} must be a link name; choices: {choices}")
     wanted = _normalise(name)
     for link, keys in _registry():

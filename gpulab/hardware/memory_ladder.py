@@ -77,7 +77,7 @@ def memory_ladder(spec="H100 SXM") -> list[MemoryLevel]:
     Examples
     --------
     >>> import gpulab as gl
-    >>> [level.level for level in gl.memory_ladder("H100 SXM")][:3]
+    >>> [level.level for level in memory_ladder("H100 SXM")][:3]
     ['registers', 'shared memory / L1', 'L2 cache']
     """
     the_spec = resolve_spec("spec", spec, kinds=("gpu",))

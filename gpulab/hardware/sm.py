@@ -155,7 +155,7 @@ def list_sm_architectures() -> list[SmArchitecture]:
     Examples
     --------
     >>> import gpulab as gl
-    >>> [a.compute_capability for a in gl.list_sm_architectures()]
+    >>> [a.compute_capability for a in list_sm_architectures()]
     ['6.0', '7.0', '7.5', '8.0', '8.6', '8.9', '9.0']
     """
     return list(_table().values())

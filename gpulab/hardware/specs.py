@@ -17,17 +17,24 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from importlib import resources
 
-from gpulab._checks import choice, positive_int, positive_number, text
+from gpulab._checks import choice, positive_int, positive_number, text, wrong_type
 from gpulab.hardware.precision import PEAK_PRECISIONS, peak_precision
 
-__all__ = ["DeviceSpec", "find_spec", "get_spec", "list_specs", "DTYPES", "STATUSES"]
+__all__ = [
+    "DeviceSpec",
+    "STATUSES",
+    "find_spec",
+    "get_spec",
+    "list_specs",
+    "lookup",
+    "match_driver_name",
+    "resolve_spec",
+]
 
 #: Whether a registry device can be bought or rented now (``"available"``) or has only been
 #: announced with figures from a primary source (``"announced"``).
 STATUSES = ("available", "announced")
 
-#: Precisions the registry can hold a peak figure for (:data:`gpulab.PEAK_PRECISIONS`).
-DTYPES = PEAK_PRECISIONS
 
 _DTYPE_COLUMNS = {
     "fp32": "fp32_tflops",
@@ -61,8 +68,9 @@ class DeviceSpec:
     memory_bandwidth : float or None
         Peak memory bandwidth in bytes/s.
     peak_flops : dict
-        Peak dense FLOP/s by precision (keys from :data:`DTYPES`); precisions the
-        datasheet does not give are absent. ``fp32`` is the non-tensor (vector) rate.
+        Peak dense FLOP/s by precision (keys from
+        :data:`~gpulab.hardware.precision.PEAK_PRECISIONS`); precisions the datasheet does
+        not give are absent. ``fp32`` is the non-tensor (vector) rate.
     tdp : float or None
         Board power / TDP in watts.
     interconnect : str
@@ -127,10 +135,10 @@ class DeviceSpec:
                 f"peak_flops={self.peak_flops!r} must be a dict of precision to FLOP/s"
             )
         for key, value in self.peak_flops.items():
-            if key not in DTYPES:
+            if key not in PEAK_PRECISIONS:
                 raise ValueError(
                     f"peak_flops has a figure for {key!r}; the keys must be among "
-                    f"{', '.join(map(repr, DTYPES))}"
+                    f"{', '.join(map(repr, PEAK_PRECISIONS))}"
                 )
             positive_number(f"peak_flops[{key!r}]", value)
 
@@ -345,8 +353,16 @@ def get_spec(name: str) -> DeviceSpec:
 
 
 def lookup(name) -> DeviceSpec:
-    """:func:`get_spec` without the parameter's name in its errors (callers add theirs)."""
-    if not isinstance(name, str) or not name.strip():
+    """:func:`get_spec` with errors that do not start with a parameter (callers add theirs).
+
+    Examples
+    --------
+    >>> lookup("a100 80gb sxm").name
+    'A100 80GB SXM4'
+    """
+    if not isinstance(name, str):
+        raise wrong_type("name", name, "a device name such as 'A100 80GB' or 'T4'")
+    if not name.strip():
         raise ValueError("give a device name such as 'A100 80GB' or 'T4'")
     specs = _registry()
     query = _tokens(name)
@@ -391,7 +407,9 @@ def match_driver_name(device_name: str) -> tuple[DeviceSpec | None, str]:
 
     Used by :func:`find_spec` and by the modules that explain a missing entry to the reader.
     """
-    if not isinstance(device_name, str) or not device_name.strip():
+    if not isinstance(device_name, str):
+        raise wrong_type("device_name", device_name, "a name as the driver reports it")
+    if not device_name.strip():
         raise ValueError(
             f"device_name={device_name!r} must be a name as the driver reports it, "
             "e.g. 'NVIDIA A100-SXM4-80GB' (torch.cuda.get_device_name())"

@@ -23,7 +23,7 @@ def tile_loads(n: int, tile: int) -> dict:
     Examples
     --------
     >>> import gpulab as gl
-    >>> counts = gl.tile_loads(8, 4)
+    >>> counts = tile_loads(8, 4)
     >>> int(counts["a_loads"].max()), int(counts["b_loads"].min()), counts["reuse_per_load"]
     (2, 2, 4)
     """

@@ -87,7 +87,8 @@ def claim(text: str, holds: bool = True, *, reason: str | None = None) -> Claim:
     >>> print(claim(f"The add ran {speedup:.1f}x faster on all cores.",
     ...             speedup > 1.2, reason="more than noise on a shared 2-core machine"))
     The add ran 1.7x faster on all cores.
-    >>> claim("The add barely benefits.", speedup < 1.2, reason="within noise")  # doctest: +ELLIPSIS
+    >>> claim("The add barely benefits.", speedup < 1.2,  # doctest: +ELLIPSIS
+    ...       reason="within noise")
     Traceback (most recent call last):
     ...
     gpulab.labkit.claims.ClaimError: the data does not support: 'The add barely ...' (within noise)

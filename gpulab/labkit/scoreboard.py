@@ -54,7 +54,7 @@ class Scoreboard:
     >>> import gpulab as gl
     >>> from gpulab.labkit.scoreboard import Scoreboard
     >>> def timed(s):  # a measured result of s seconds per step
-    ...     return gl.BenchResult((s,), 1, "")
+    ...     return gl.measure.bench.BenchResult((s,), 1, "")
     >>> board = Scoreboard(timed(0.10))
     >>> round(board.add("batch the samples", timed(0.04), predicted=2.0).speedup, 2)
     2.5

@@ -146,7 +146,7 @@ price_per_hour
     """
     from gpulab.costmodels.chooser import plan_training
     from gpulab.costmodels.memory import OPTIMIZERS
-    from gpulab.costmodels.training_time import NAMED_MODELS
+    from gpulab.costmodels.published_models import NAMED_MODELS
     from gpulab.hardware.precision import TRAINING_PRECISIONS
 
     first = plan_training(

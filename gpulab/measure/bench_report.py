@@ -54,8 +54,8 @@ _TRANSFER_BYTES = (64 * 2**20, 256 * 2**20)
 
 def bench_schema() -> dict:
     """The JSON schema every benchmark report must satisfy (kept in ``gpulab/data``)."""
-    text = resources.files("gpulab").joinpath("data/bench_report.schema.json").read_text("utf-8")
-    return json.loads(text)
+    schema = resources.files("gpulab").joinpath("data/bench_report.schema.json").read_text("utf-8")
+    return json.loads(schema)
 
 
 def validate_report(report: dict, source: str = "report") -> None:

@@ -323,7 +323,7 @@ def advice(info: DeviceInfo) -> list[str]:
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.advice(gl.DeviceInfo(kind="cpu", name="x", in_colab=True, torch_version="2.4"))[0]
+    >>> advice(gl.DeviceInfo(kind="cpu", name="x", in_colab=True, torch_version="2.4"))[0]
     'No GPU in this Colab session: Runtime > Change runtime type > T4 GPU, then run the lab again.'
     """
     _check_info(info)

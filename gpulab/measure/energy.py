@@ -88,7 +88,7 @@ def cpu_watts_per_core() -> tuple[float, str]:
     Examples
     --------
     >>> import gpulab as gl
-    >>> watts, basis = gl.cpu_watts_per_core()
+    >>> watts, basis = cpu_watts_per_core()
     >>> watts
     4.375
     """
@@ -127,9 +127,9 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.assumed_power("cpu", cores=2).watts
+    >>> assumed_power("cpu", cores=2).watts
     8.75
-    >>> gl.assumed_power("cuda", spec="T4").watts
+    >>> assumed_power("cuda", spec="T4").watts
     70.0
     """
     from gpulab.measure.cpu import cores_for_peak
