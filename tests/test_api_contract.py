@@ -6,7 +6,8 @@ the ``__all__`` of the modules listed in ``CONTRACT_MODULES``) this file holds o
 the exception the policy names (``gpulab._checks``): a ``TypeError`` for a value of the wrong
 type, a ``ValueError`` for a value of the right type that is not allowed, with a message
 that names the parameter, within ``CALL_LIMIT_S`` seconds. Tests that vary a parameter of a
-call that takes a ``spec=`` also vary it from a second device (``SPEC_VARIANTS``). The bad values depend on what the parameter is (``KINDS``): NaN,
+call that takes a ``spec=`` also vary it from a second device (``SPEC_VARIANTS``).
+The bad values depend on what the parameter is (``KINDS``): NaN,
 infinities, bools and numeric strings for numbers; 0 and negative numbers where the value
 must be positive; unknown names for registry entries and choices; wrong types everywhere.
 
