@@ -1,22 +1,39 @@
 """gpulab: the helper package of the gpulab course, imported as ``import gpulab as gl``.
 
 Measure how GPUs accelerate deep-learning training on your own hardware, and predict, with
-stated assumptions, what hardware you do not have would do:
+stated assumptions, what hardware you do not have would do.
+
+How the namespace is organised
+------------------------------
+``gl.`` is the learner's namespace: the about 120 names the labs and exercises call,
+grouped here by what they are for:
 
 * **your machine**: :func:`detect_device`, :func:`doctor`, :func:`best_device`,
-  :func:`setup_lab`;
+  :func:`setup_lab`, :func:`scale` (problem sizes by device);
 * **timing done right**: :func:`benchmark`, :func:`timer`, :func:`synchronize`;
-* **datasheets with sources**: :func:`get_spec`, :func:`find_spec`, :func:`list_specs`;
+* **datasheets with sources**: :func:`get_spec`, :func:`find_spec`, :func:`list_specs`,
+  :func:`interconnect`, :func:`sm_architecture`;
 * **cost models** (each compared with a measurement in a lab): FLOPs (:func:`count_flops`),
   the roofline (:func:`predict_time`), training memory (:func:`estimate_training_memory`),
-  communication (:func:`allreduce_time`, :func:`dp_step_time`), time to train
+  communication (:func:`allreduce_time`, :func:`dp_step_time`), parallelism
+  (:func:`pipeline_bubble`, :func:`suggest_parallelism`), time to train
   (:func:`time_to_train`);
-* **labs**: problem sizes by device (:func:`scale`), answers checked (:func:`check`),
+* **labs**: answers checked (:func:`check`), claims tied to data (:func:`claim`),
   training loops (:func:`train`), multi-process jobs with timeouts (:func:`torchrun`),
-  a CUDA grid simulator (:func:`launch`), figures in the course style.
+  a CUDA grid simulator (:func:`launch`, :func:`simulate`), figures in the course style;
+* **modules a lab calls into**: ``gl.diagrams`` (the book's explanatory drawings,
+  ``gl.diagrams.draw_...``), ``gl.networks`` (the torch networks the case studies train),
+  ``gl.envs`` (the game of the AlphaGo case study).
 
-Course-authoring tools (recording labs, student copies, workshop agendas, the gallery) live
-in :mod:`gpulab.course`, which ``import gpulab`` never imports.
+Everything else is one attribute path away, in the subpackage that holds its idea:
+``gl.hardware`` (facts with sources: data and look-ups), ``gl.measure`` (this machine:
+detection, timing, energy, provenance), ``gl.costmodels`` (the formulas), ``gl.kernels``
+(the kernel simulator, occupancy, the chapter's kernels), ``gl.labkit`` (what labs are
+built from). Result records live with the function that returns them
+(``gl.measure.bench.BenchResult``, ``gl.costmodels.memory.MemoryEstimate``). Course-authoring
+tools (recording labs, student copies, workshop agendas, the gallery) live in
+:mod:`gpulab.course`, which ``import gpulab`` never imports. No module imports one that
+imports it back: pure data (the spec registry) sits at the bottom, drawing at the top.
 
 Vocabulary
 ----------
@@ -41,12 +58,15 @@ Units
     :func:`format_duration`, :func:`format_bytes` and :func:`format_rate` write them for
     a reader.
 Bad input
-    Every public function checks its arguments and raises ``ValueError`` naming the
-    parameter, the value and what is allowed. NaN, infinities, bools and numeric strings
-    are refused where a number is expected.
+    Every public function checks its arguments and raises naming the parameter, the value
+    and what is allowed: ``TypeError`` for a value of the wrong type (a bool, a string or
+    ``None`` where a number is expected, a float where a count is), ``ValueError`` for a
+    value of the right type that is not allowed (0 where a count must be positive, NaN, an
+    unknown name).
 
-Imports are lazy: ``import gpulab`` is quick, and matplotlib's pyplot, ipywidgets and the
-course tools load only when something that needs them is first used.
+Imports are lazy: ``import gpulab`` loads the standard library only, and NumPy, torch,
+matplotlib, ipywidgets and the course tools load when something that needs them is first
+used (the cost models run without NumPy or torch at all).
 """
 
 from __future__ import annotations

@@ -38,11 +38,36 @@ def test_first_use_loads_only_what_it_needs():
     assert not loaded & {"matplotlib.pyplot", "gpulab.course", "torch"}
 
 
+#: The modules in the learner's namespace: gl.diagrams.draw_fusion, gl.networks.resnet50, ...
+LEARNER_MODULES = {"diagrams": "gpulab.diagrams", "envs": "gpulab.labkit.envs",
+                   "networks": "gpulab.labkit.networks"}  # fmt: skip
+
+
 @pytest.mark.parametrize("name", [n for n in gl.__all__ if n != "__version__"])
 def test_every_public_name_resolves_to_what_it_names(name):
     value = getattr(gl, name)
-    assert not isinstance(value, types.ModuleType), f"gl.{name} is a module, not the API"
+    if name in LEARNER_MODULES:
+        assert isinstance(value, types.ModuleType) and value.__name__ == LEARNER_MODULES[name]
+    else:
+        assert not isinstance(value, types.ModuleType), f"gl.{name} is a module, not the API"
+        if callable(value) and name != "setup_lab":
+            assert value.__module__.startswith("gpulab."), value.__module__
     assert name in dir(gl)
+
+
+def test_the_learner_namespace_stays_small():
+    assert len(gl.__all__) <= 120
+
+
+def test_every_subpackage_module_is_reachable_from_gl():
+    """Records and less-used functions are not top-level, but one attribute path away."""
+    assert gl.measure.bench.BenchResult.__name__ == "BenchResult"
+    assert gl.costmodels.memory.MemoryEstimate.__name__ == "MemoryEstimate"
+    assert gl.hardware.specs.DeviceSpec.__name__ == "DeviceSpec"
+    assert gl.kernels.simulator.KernelCounts.__name__ == "KernelCounts"
+    assert callable(gl.diagrams.draw_fusion) and callable(gl.diagrams.recorded.output_record)
+    with pytest.raises(AttributeError, match="no_such_module"):
+        gl.costmodels.no_such_module  # noqa: B018
 
 
 def test_names_shared_with_their_module_stay_functions_after_the_module_is_imported():
