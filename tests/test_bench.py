@@ -9,13 +9,51 @@ import torch.utils.benchmark
 import gpulab as gl
 
 
-def test_workload_of_known_duration_is_timed_correctly():
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """A clock that only the workload moves: the Timer reads it instead of the wall clock.
+
+    Returns a list whose one entry is the time now; a workload adds its own duration to it.
+    A Timer whose workload never moves the clock would measure forever, so after 60 real
+    seconds (a run takes well under one) reading the clock fails the test instead.
+    """
+    now = [0.0]
+    real = torch.utils.benchmark.Timer
+    deadline = time.monotonic() + 60
+
+    def read():
+        if time.monotonic() > deadline:
+            raise RuntimeError("the fake clock did not reach min_run_time_s: fn is not timed")
+        return now[0]
+
+    class FakeClockTimer(real):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **{**kwargs, "timer": read})
+
+    monkeypatch.setattr(torch.utils.benchmark, "Timer", FakeClockTimer)
+    return now
+
+
+def test_workload_of_known_duration_is_timed_correctly(fake_clock):
+    # Every call takes exactly 10 µs of fake time, so load cannot move the result: the per-call
+    # median is 10 µs (rel=1e-6 absorbs float rounding), not a block's time (the Timer groups
+    # calls into blocks of 100 here), and at least min_run_time_s of calls is measured.
+    def ten_microseconds():
+        fake_clock[0] += 10e-6
+
+    result = gl.benchmark(ten_microseconds, min_run_time_s=0.2, label="10 µs")
+    assert result.median_s == pytest.approx(10e-6, rel=1e-6)
+    assert result.calls_per_block > 1 and result.runs * result.median_s >= 0.2 * (1 - 1e-6)
+    assert result.iqr_s == pytest.approx(0, abs=1e-12)
+    assert str(result).startswith("10 µs: median 10 µs per call (IQR ")
+    assert str(result).endswith(f", {result.runs} runs)")
+
+
+def test_a_real_sleep_is_never_timed_shorter_than_it_lasts():
+    # sleep(10 ms) never returns early, so the median cannot fall below 10 ms (less 0.1 ms of
+    # timer granularity); a busy machine only makes it later, so there is no upper bound.
     result = gl.benchmark(lambda: time.sleep(0.01), min_run_time_s=0.2, label="sleep 10 ms")
-    # sleep never returns early. It can return late when the machine is busy: on a loaded
-    # 2-core machine the scheduler's delay stays well under one sleep length, hence 2x.
-    assert 0.0099 <= result.median_s < 2 * 0.01
-    assert result.runs >= 10 and result.calls_per_block >= 1
-    assert 0 <= result.iqr_s < result.median_s
+    assert result.median_s >= 0.0099
     assert str(result).startswith("sleep 10 ms: median ") and "ms per call" in str(result)
 
 

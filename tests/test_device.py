@@ -9,15 +9,42 @@ from gpulab.measure import device
 
 
 def test_detect_device_on_this_machine_is_consistent():
-    info = gl.detect_device()
-    assert info.kind in ("cuda", "mps", "cpu")
-    assert info.cpu_cores == gl.measure.cpu.cpu_cores() and info.cpu_model
+    # What detect_device reports matches what this machine says through other routes: torch's
+    # own device calls, /proc/cpuinfo read here, and the CPUs this thread may run on (pinned
+    # to one CPU, it must report 1). No margins: these are exact facts about the machine.
+    import os
+    from pathlib import Path
+
     import torch
 
-    assert info.torch_version == torch.__version__
-    assert (info.kind == "cuda") == torch.cuda.is_available()
+    info = gl.detect_device()
+    assert info.kind == gl.best_device().type  # the kind is where labs put their tensors
+    assert (info.torch_version, info.torch_cuda) == (torch.__version__, torch.version.cuda)
+    cpuinfo = Path("/proc/cpuinfo").read_text() if Path("/proc/cpuinfo").exists() else ""
+    names = [line.split(":", 1)[1].strip() for line in cpuinfo.splitlines()
+             if line.split(":", 1)[0].strip() == "model name"]  # fmt: skip
+    if names:
+        assert info.cpu_model == names[0]
+    if info.kind == "cuda":
+        props = torch.cuda.get_device_properties(0)
+        assert (info.name, info.memory_bytes) == (props.name, props.total_memory)
+        assert info.n_gpus == torch.cuda.device_count() and info.is_gpu
+    else:  # no CUDA: no GPU fields, and the CPU stands in as the device
+        assert (info.n_gpus, info.memory_bytes, info.sm_count) == (0, None, None)
+        assert info.compute_capability is None
     if info.kind == "cpu":
-        assert info.n_gpus == 0 and info.memory_bytes is None and not info.is_gpu
+        assert info.name == info.cpu_model and not info.is_gpu
+        assert info.summary() == (
+            f"CPU only: {info.cpu_model}, {info.cpu_cores} cores; torch {torch.__version__}"
+        )
+    if hasattr(os, "sched_setaffinity"):
+        allowed = os.sched_getaffinity(0)
+        assert info.cpu_cores == len(allowed)
+        try:
+            os.sched_setaffinity(0, {min(allowed)})
+            assert gl.detect_device().cpu_cores == 1
+        finally:
+            os.sched_setaffinity(0, allowed)
 
 
 def test_best_device_prefers_cuda_then_mps_then_the_cpu(monkeypatch):
