@@ -753,10 +753,12 @@ KINDS: dict[str, dict] = {
     "CheckResult": {"answer": "real", "expected": "real"},
     "claim": {"text": "text", "holds": [1, 0.5, "yes", None], "reason": "text"},
     "Claim": {"text": "text"},
-    "recorded_number": {"lab": "path", "pattern": ["no group", "(", 42]},
+    # a str of a required form (a regular expression with a group): "choice" refuses a str
+    # as a bad value and anything else as the wrong type
+    "recorded_number": {"lab": "path", "pattern": "choice"},
     "DistPlan": {"nproc": "count"},
     "launch_env": {"base": [42, "x", ["a"]]},
-    "LaunchResult": {"returncode": "int", "command": [["python"], "python", (1,)]},
+    "LaunchResult": {"returncode": "int", "command": [["python"], "python", ("python", 1)]},
     "torchrun": {
         "script": "path",
         "nproc": "count",
@@ -768,7 +770,7 @@ KINDS: dict[str, dict] = {
     "SyntheticDataset": {
         "n": "count",
         "shape": [(), (0,), (2.5,), (True,), 3, "3"],
-        "n_classes": [1, 0, 2.5, True, "3", NAN],
+        "n_classes": "count",
     },
     "ThreadContext": {
         k: [(0, 0, 0), "x"] for k in ("blockIdx", "threadIdx", "blockDim", "gridDim")
@@ -791,7 +793,7 @@ KINDS: dict[str, dict] = {
     },
     "occupancy_calculator": {"spec": "spec", "threads_per_block": "count"},
     "scale": {"cpu": None, "gpu": None, "mps": None, "device": "device"},
-    "plot_spec_trend": {"specs": ["T4", [42]]},
+    "plot_spec_trend": {"specs": ["T4", ["T4"], 42]},
     "plot_measured_vs_predicted": {
         "labels": [42],
         "values": [[NAN, 1.0], [0.0, 1.0], [-1.0, 1.0], ["3", 1.0], 1.0],
@@ -813,7 +815,7 @@ KINDS: dict[str, dict] = {
         "n_elem": "count",
         "spec": "spec",
         "precision": "choice",
-        "measured": [42, "x", {"eager_s": 1.0}, {"eager_s": 1.0, "fused_s": NAN}],
+        "measured": [42, "x", {"eager_s": 1.0, "fused_s": "1"}],
         "title": "text",
     },
     "fusion_traffic": {
@@ -834,7 +836,7 @@ KINDS: dict[str, dict] = {
         name: "pos" for name in ("load_s", "compute_s", "starved_step_s", "fixed_step_s")
     }
     | {"n_workers": "count", "n_batches": "count"},
-    "draw_pipeline_gantt": {"schedules": [[], [42], "x", 42], "measured_bubble": "frac"},
+    "draw_pipeline_gantt": {"schedules": [[], [None], "x", 42], "measured_bubble": "frac"},
     "simulate_pipeline": {
         "forward_s": [[0.0, 1.0], [NAN, 1.0], [1.0], "1", 42],
         "backward_s": [[0.0, 1.0], [1.0], "1", 42],
@@ -849,9 +851,11 @@ KINDS: dict[str, dict] = {
         "backward_ratio": "pos",
     },
     "provenance": {"info": ["cpu", 42]},
-    "provenance_line": {"record": [{"date": "x"}, "x"]},
-    "seed_everything": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
-    "setup_lab": {"seed": [2**32, -1, True, 1.0, "3", NAN]},
+    "provenance_line": {
+        "record": ["x", 42, {"date": 42, "device": "cpu", "gpulab": "0.1.0", "python": "3.11"}]
+    },
+    "seed_everything": {"seed": "count0"},
+    "setup_lab": {"seed": "count0"},
     "format_rate": {"value": "real", "unit": [42, ""]},
     # ---- other modules
     "benchmark": {
@@ -861,7 +865,7 @@ KINDS: dict[str, dict] = {
         "n_repeat": "count",
     },
     "BenchResult": {"times_s": "seq", "calls_per_block": "count"},
-    "Stopwatch": {"elapsed_s": [-1.0, "1", True]},
+    "Stopwatch": {"elapsed_s": ["1", True, None]},  # NaN is valid: "still running"
     "timer": {"label": "text"},
     "advice": {"info": ["cpu", 42]},
     "doctor": {"info": ["cpu", 42], "file": [42]},
@@ -871,7 +875,7 @@ KINDS: dict[str, dict] = {
         "sm_count": "count",
         "cpu_cores": "count",
         "n_gpus": "count0",
-        "problems": ["x", (1,)],
+        "problems": ["x", ("ok", 1)],
     },
     "estimate_cpu_peak": {
         "cores": "count",
@@ -907,7 +911,7 @@ KINDS: dict[str, dict] = {
     },
     "PowerAssumption": {"watts": "pos"},
     "chooser_widget": {
-        "model": ["GPT-9", -1, True, 2.5],
+        "model": [True, 2.5, None, ["BERT-base"]],  # bad names and counts: test_widgets.py
         "batch_size": "count",
         "seq_len": "count",
         "image_size": "count",
@@ -1021,10 +1025,10 @@ KINDS: dict[str, dict] = {
     },
     "ScalingEstimate": {"tokens_per_gpu": "pos", "prediction": [42]},
     "plot_extrapolation": {
-        "measured": [{"here": NAN}, {"here": -1.0}, 42],
-        "predictions": [{"A100": INF}, {"A100": "1"}, 42],
+        "measured": [{"here": "1"}, {"here": True}, {1: 10.0}, 42],
+        "predictions": [{"A100": "1"}, 42],
         "assumptions": [42],
-        "published": [{"x": NAN}, 42],
+        "published": [{"x": "1"}, 42],
         "title": "text",
     },
     "activation_bytes": {"model": [42]},
@@ -1046,7 +1050,7 @@ KINDS: dict[str, dict] = {
         "network": "link",
     },  # fmt: skip
     "run_bench": {"notes": "text"},
-    "validate_report": {"report": [42, "x", {}]},
+    "validate_report": {"report": [42, "x", ["x"], None]},
     "roofline_explorer": {"spec": "spec", "intensity": "pos"},
     "scaling_calculator": {
         "n_params": "pos",
@@ -1084,7 +1088,7 @@ KINDS: dict[str, dict] = {
         "accumulation_steps": "count",
         "max_steps": "count",
         "device": "device",
-        "precision": ["fp64", 42],
+        "precision": "choice",
         "warmup_steps": "count0",
         "optimizer": [42],
         "batches": [42],

@@ -122,22 +122,22 @@ def test_threads_are_restored_when_the_warmup_raises():
 
 
 @pytest.mark.parametrize(
-    "kwargs, message",
+    "kwargs, error, message",
     [
-        ({"min_run_time_s": 0}, "min_run_time_s=0"),
-        ({"min_run_time_s": float("inf")}, "min_run_time_s=inf"),
-        ({"min_run_time_s": "1"}, "min_run_time_s='1'"),
-        ({"warmup": -1}, "warmup=-1"),
-        ({"warmup": 1.5}, "warmup=1.5"),
-        ({"backend": "jax"}, "backend='jax'"),
-        ({"num_threads": 0}, "num_threads=0"),
-        ({"num_threads": True}, "num_threads=True"),
-        ({"n_repeat": 0}, "n_repeat=0"),
-        ({"label": 3}, "label=3"),
+        ({"min_run_time_s": 0}, ValueError, "min_run_time_s=0"),
+        ({"min_run_time_s": float("inf")}, ValueError, "min_run_time_s=inf"),
+        ({"min_run_time_s": "1"}, TypeError, "min_run_time_s='1'"),
+        ({"warmup": -1}, ValueError, "warmup=-1"),
+        ({"warmup": 1.5}, TypeError, "warmup=1.5"),
+        ({"backend": "jax"}, ValueError, "backend='jax'"),
+        ({"num_threads": 0}, ValueError, "num_threads=0"),
+        ({"num_threads": True}, TypeError, "num_threads=True"),
+        ({"n_repeat": 0}, ValueError, "n_repeat=0"),
+        ({"label": 3}, TypeError, "label=3"),
     ],
 )
-def test_bad_arguments_name_the_parameter(kwargs, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_arguments_name_the_parameter(kwargs, error, message):
+    with pytest.raises(error, match=message):
         gl.benchmark(lambda: None, **kwargs)
 
 
@@ -152,8 +152,17 @@ def test_timer_context_manager_measures_a_block(capsys):
         time.sleep(0.02)
     assert 0.02 <= watch.elapsed_s < 0.2
     assert capsys.readouterr().out.startswith("nap: ")
-    with pytest.raises(ValueError, match="verbose='yes'"):
+    with pytest.raises(TypeError, match="verbose='yes'"):
         gl.timer("x", verbose="yes")
+
+
+@pytest.mark.parametrize(
+    "elapsed_s, error", [(-1.0, ValueError), (float("inf"), ValueError), ("1", TypeError)]
+)
+def test_a_stopwatch_refuses_a_duration_that_is_not_one(elapsed_s, error):
+    with pytest.raises(error, match="elapsed_s="):
+        gl.measure.bench.Stopwatch("x", elapsed_s)
+    assert str(gl.measure.bench.Stopwatch("x")) == "x: still running"  # NaN: not ended yet
 
 
 def _fake_cupy(gpu):

@@ -38,27 +38,28 @@ def test_absolute_tolerance_for_values_near_zero():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        ({"rtol": -0.1}, "rtol=-0.1"),
-        ({"rtol": float("nan")}, "rtol=nan"),
-        ({"rtol": float("inf")}, "rtol=inf"),
-        ({"rtol": True}, "rtol=True"),
-        ({"rtol": "0.01"}, "rtol='0.01'"),
-        ({"atol": "x"}, "atol='x'"),
-        ({"atol": float("inf")}, "atol=inf"),
-        ({"atol": -1e-9}, "atol=-1e-09"),
-        ({"expected": float("nan")}, "expected=nan"),
-        ({"expected": float("-inf")}, "expected=-inf"),
-        ({"expected": "12"}, "expected='12'"),
-        ({"name": 3}, "name=3"),
-        ({"unit": None}, "unit=None"),
-        ({"hint": 1}, "hint=1"),
+        ({"rtol": -0.1}, ValueError, "rtol=-0.1"),
+        ({"rtol": float("nan")}, ValueError, "rtol=nan"),
+        ({"rtol": float("inf")}, ValueError, "rtol=inf"),
+        ({"rtol": True}, TypeError, "rtol=True"),
+        ({"rtol": "0.01"}, TypeError, "rtol='0.01'"),
+        ({"atol": "x"}, TypeError, "atol='x'"),
+        ({"atol": float("inf")}, ValueError, "atol=inf"),
+        ({"atol": -1e-9}, ValueError, "atol=-1e-09"),
+        ({"expected": float("nan")}, ValueError, "expected=nan"),
+        ({"expected": float("-inf")}, ValueError, "expected=-inf"),
+        ({"expected": "12"}, TypeError, "expected='12'"),
+        ({"name": 3}, TypeError, "name=3"),
+        ({"unit": None}, TypeError, "unit=None"),
+        ({"hint": 1}, TypeError, "hint=1"),
+        ({"quiet": "yes"}, TypeError, "quiet='yes'"),
     ],
 )
-def test_bad_parameters_are_clear_errors(kwargs, match):
+def test_bad_parameters_are_clear_errors(kwargs, error, match):
     args = {"expected": 1.0, **kwargs}
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.check(1.0, **args)
 
 
@@ -78,5 +79,5 @@ def test_a_non_finite_answer_gets_a_sentence_not_a_traceback(capsys, answer):
 def test_check_result_checks_its_fields():
     with pytest.raises(ValueError, match="expected=nan"):
         gl.labkit.answers.CheckResult("x", None, float("nan"), False, "m")
-    with pytest.raises(ValueError, match="ok=1"):
+    with pytest.raises(TypeError, match="ok=1"):
         gl.labkit.answers.CheckResult("x", 1.0, 1.0, 1, "m")

@@ -45,15 +45,20 @@ def test_claim_refuses_a_sentence_the_data_contradicts():
 
 @pytest.mark.parametrize("holds", [1, 0.0, "yes", None])
 def test_claim_wants_a_condition_not_a_value(holds):
-    with pytest.raises(ValueError, match="holds="):
+    with pytest.raises(TypeError, match="holds="):
         gl.claim("x", holds)
 
 
-def test_claim_wants_text():
-    for text in ("", "   ", 42):
-        with pytest.raises(ValueError, match="text="):
-            gl.claim(text)
-    with pytest.raises(ValueError, match="reason="):
+@pytest.mark.parametrize("text, error", [("", ValueError), ("   ", ValueError), (42, TypeError)])
+def test_claim_wants_text(text, error):
+    with pytest.raises(error, match="text="):
+        gl.claim(text)
+    with pytest.raises(error, match="text="):
+        gl.labkit.claims.Claim(text)
+
+
+def test_claim_wants_its_reason_as_text():
+    with pytest.raises(TypeError, match="reason=3"):
         gl.claim("x", True, reason=3)
 
 
@@ -128,8 +133,14 @@ def test_recorded_number_reads_a_lab_output_and_refuses_what_is_not_there(root, 
         gl.recorded_number(lab, r"no such line: ([0-9.]+)")
     with pytest.raises(ValueError, match="must have a group"):
         gl.recorded_number(lab, r"operator calls")
+    with pytest.raises(ValueError, match="is not a regular expression"):
+        gl.recorded_number(lab, r"(")
+    with pytest.raises(TypeError, match="pattern=42"):
+        gl.recorded_number(lab, 42)
     with pytest.raises(ValueError, match="lab="):
         gl.recorded_number(tmp_path / "missing_lab.ipynb", r"(\d+)")
+    with pytest.raises(TypeError, match="lab=42"):
+        gl.recorded_number(42, r"(\d+)")
 
 
 def test_chapters_quote_the_recorded_values_they_check(root):

@@ -31,18 +31,19 @@ def test_one_fma_unit_halves_the_estimate():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, error, name",
     [
-        ({"cores": 0}, "cores=0"),
-        ({"cores": True}, "cores=True"),
-        ({"clock_hz": -1.0}, "clock_hz=-1.0"),
-        ({"clock_hz": float("nan")}, "clock_hz=nan"),
-        ({"fma_units": 0}, "fma_units=0"),
-        ({"flags": "avx2"}, "flags='avx2'"),
+        ({"cores": 0}, ValueError, "cores=0"),
+        ({"cores": True}, TypeError, "cores=True"),
+        ({"clock_hz": -1.0}, ValueError, "clock_hz=-1.0"),
+        ({"clock_hz": float("nan")}, ValueError, "clock_hz=nan"),
+        ({"fma_units": 0}, ValueError, "fma_units=0"),
+        ({"flags": "avx2"}, TypeError, "flags='avx2'"),
+        ({"flags": {"avx2", 42}}, TypeError, "flags="),
     ],
 )
-def test_bad_inputs_are_named(kwargs, name):
-    with pytest.raises(ValueError, match=name):
+def test_bad_inputs_are_named(kwargs, error, name):
+    with pytest.raises(error, match=name):
         gl.estimate_cpu_peak(**{"cores": 1, "clock_hz": 1e9, **kwargs})
 
 

@@ -36,22 +36,26 @@ def test_works_with_dataloader_workers():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        ({"n": 0, "shape": (2,)}, "n=0"),
-        ({"n": 4, "shape": ()}, r"shape=\(\)"),
-        ({"n": 4, "shape": (2,), "n_classes": 1}, "n_classes=1"),
-        ({"n": 4, "shape": (2,), "load_s": -1}, "load_s=-1"),
-        ({"n": True, "shape": (2,)}, "n=True"),
-        ({"n": "4", "shape": (2,)}, "n='4'"),
-        ({"n": 4, "shape": (2.0,)}, r"shape=\(2.0,\)"),
-        ({"n": 4, "shape": (True,)}, r"shape=\(True,\)"),
-        ({"n": 4, "shape": 2}, "shape=2"),
-        ({"n": 4, "shape": (2,), "load_s": float("nan")}, "load_s=nan"),
-        ({"n": 4, "shape": (2,), "load_s": float("inf")}, "load_s=inf"),
-        ({"n": 4, "shape": (2,), "seed": -1}, "seed=-1"),
+        ({"n": 0, "shape": (2,)}, ValueError, "n=0"),
+        ({"n": 4, "shape": ()}, ValueError, r"shape=\(\)"),
+        ({"n": 4, "shape": (2,), "n_classes": 1}, ValueError, "n_classes=1"),
+        ({"n": 4, "shape": (2,), "load_s": -1}, ValueError, "load_s=-1"),
+        ({"n": True, "shape": (2,)}, TypeError, "n=True"),
+        ({"n": "4", "shape": (2,)}, TypeError, "n='4'"),
+        # A sequence of numbers with a number that is not allowed is a bad value (as in the
+        # contract test); an element that is not a number at all is the wrong type.
+        ({"n": 4, "shape": (2.0,)}, ValueError, r"shape=\(2.0,\)"),
+        ({"n": 4, "shape": (2, 0)}, ValueError, r"shape=\(2, 0\)"),
+        ({"n": 4, "shape": (True,)}, TypeError, r"shape=\(True,\)"),
+        ({"n": 4, "shape": ("2",)}, TypeError, r"shape=\('2',\)"),
+        ({"n": 4, "shape": 2}, TypeError, "shape=2"),
+        ({"n": 4, "shape": (2,), "load_s": float("nan")}, ValueError, "load_s=nan"),
+        ({"n": 4, "shape": (2,), "load_s": float("inf")}, ValueError, "load_s=inf"),
+        ({"n": 4, "shape": (2,), "seed": -1}, ValueError, "seed=-1"),
     ],
 )
-def test_bad_arguments_are_clear_errors(kwargs, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments_are_clear_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
         gl.SyntheticDataset(**kwargs)

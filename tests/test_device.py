@@ -234,10 +234,36 @@ def test_doctor_flags_a_cupy_wheel_for_another_cuda(fake_gpu):
 
 
 def test_advice_and_doctor_refuse_what_is_not_a_device_info():
-    with pytest.raises(ValueError, match="info='cuda' must be a DeviceInfo"):
+    with pytest.raises(TypeError, match="info='cuda' must be a DeviceInfo"):
         gl.measure.device.advice("cuda")
-    with pytest.raises(ValueError, match="file=3 must be a writable"):
+    with pytest.raises(TypeError, match="info='cpu' must be a DeviceInfo"):
+        gl.doctor("cpu")
+    with pytest.raises(TypeError, match="file=3 must be a writable"):
         gl.doctor(gl.DeviceInfo(kind="cpu", name="x"), file=3)
+
+
+@pytest.mark.parametrize(
+    "field, error",
+    [
+        ({"kind": "tpu"}, ValueError),
+        ({"kind": 3}, TypeError),
+        ({"compute_capability": (8,)}, ValueError),
+        ({"compute_capability": (8, -1)}, ValueError),
+        ({"compute_capability": (8.5, 0)}, ValueError),
+        ({"compute_capability": "8.0"}, TypeError),
+        ({"compute_capability": (8, "0")}, TypeError),
+        ({"memory_bytes": 0}, ValueError),
+        ({"n_gpus": -1}, ValueError),
+        ({"n_gpus": 1.0}, TypeError),
+        ({"in_colab": 1}, TypeError),
+        ({"problems": "x"}, TypeError),
+        ({"problems": ("ok", 1)}, TypeError),
+    ],
+)
+def test_device_info_refuses_bad_fields_by_name(field, error):
+    (name,) = field
+    with pytest.raises(error, match=f"{name}="):
+        gl.DeviceInfo(**{"kind": "cpu", "name": "x", **field})
 
 
 @pytest.mark.cuda

@@ -69,10 +69,17 @@ def test_ring_refuses_bad_values(values, match):
         gl.costmodels.comms.simulate_ring_allreduce(values)
 
 
-def test_draw_ring_refuses_bad_sizes():
-    for bad in (1, 9, 2.5, True):
-        with pytest.raises(ValueError, match="n_gpus"):
-            gl.diagrams.draw_ring_allreduce(bad)
+@pytest.mark.parametrize("bad, error", [(1, ValueError), (9, ValueError), (2.5, TypeError),
+                                        (True, TypeError)])  # fmt: skip
+def test_draw_ring_refuses_bad_sizes(bad, error):
+    with pytest.raises(error, match="n_gpus"):
+        gl.diagrams.draw_ring_allreduce(bad)
+
+
+@pytest.mark.parametrize("seed, error", [(-1, ValueError), (2.5, TypeError), ("1", TypeError)])
+def test_draw_ring_refuses_a_bad_seed(seed, error):
+    with pytest.raises(error, match="seed="):
+        gl.diagrams.draw_ring_allreduce(3, seed=seed)
 
 
 def test_tree_vs_ring_curves_are_the_cost_model():
@@ -212,8 +219,10 @@ def test_simulate_pipeline_refuses_bad_input(kwargs, match):
 def test_gantt_refuses_what_is_not_a_schedule():
     with pytest.raises(ValueError, match="schedules"):
         gl.diagrams.draw_pipeline_gantt([])
-    with pytest.raises(ValueError, match=r"schedules\[0\]"):
+    with pytest.raises(TypeError, match=r"schedules\[0\]"):
         gl.diagrams.draw_pipeline_gantt([42])
+    with pytest.raises(TypeError, match="schedules=42"):
+        gl.diagrams.draw_pipeline_gantt(42)
     s = gl.simulate_pipeline([1.0], [1.0], 1)
     with pytest.raises(ValueError, match="measured_bubble"):
         gl.diagrams.draw_pipeline_gantt(s, measured_bubble=1.5)
@@ -281,6 +290,12 @@ def test_tile_loads_count_reuse():
     assert len(green) == 8 // 2  # the block's row of A tiles
     with pytest.raises(ValueError, match="block"):
         gl.diagrams.draw_tiling(8, 2, block=(4, 0))
+    with pytest.raises(ValueError, match="block"):
+        gl.diagrams.draw_tiling(8, 2, block=(1,))
+    with pytest.raises(TypeError, match="block"):
+        gl.diagrams.draw_tiling(8, 2, block=(True, 0))
+    with pytest.raises(TypeError, match="block"):
+        gl.diagrams.draw_tiling(8, 2, block="x")
 
 
 # --------------------------------------------------------------------------- hardware
@@ -346,6 +361,8 @@ def test_sm_anatomy_counts_come_from_the_per_sm_table():
         gl.diagrams.draw_sm_anatomy("T4", "Xeon 8380")
     with pytest.raises(ValueError, match="spec="):
         gl.diagrams.draw_sm_anatomy("Z9000")
+    with pytest.raises(TypeError, match="other=42"):
+        gl.diagrams.draw_sm_anatomy("T4", 42)
 
 
 def test_cpu_vs_gpu_says_it_is_qualitative():
@@ -430,16 +447,21 @@ def test_fusion_prints_the_measurement_it_is_given():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
-    [(dict(fn=42), "fn="), (dict(fn=lambda x, y: x + y), "fn="),
-     (dict(fn=lambda x: x if x.sum() > 0 else -x), "fn="),
-     (dict(n_elem=0), "n_elem"), (dict(precision="fp8"), "precision"),
-     (dict(spec="Xeon 8380"), "spec"), (dict(measured={"eager_s": 1.0}), "measured"),
-     (dict(measured={"eager_s": 1.0, "fused_s": -1.0}), "measured")],
+    "kwargs, error, match",
+    [(dict(fn=42), TypeError, "fn="), (dict(fn=lambda x, y: x + y), TypeError, "fn="),
+     (dict(fn=lambda x: x if x.sum() > 0 else -x), ValueError, "fn="),
+     (dict(n_elem=0), ValueError, "n_elem"), (dict(precision="fp8"), ValueError, "precision"),
+     (dict(spec="Xeon 8380"), ValueError, "spec"),
+     (dict(measured={"eager_s": 1.0}), ValueError, "measured"),
+     (dict(measured={"eager_s": 1.0, "fused_s": -1.0}), ValueError, "measured"),
+     (dict(measured={"eager_s": 1.0, "fused_s": float("nan")}), ValueError, "measured"),
+     (dict(measured={"eager_s": 1.0, "fused_s": "1"}), TypeError, "measured"),
+     (dict(measured=[1.0, 2.0]), TypeError, "measured"),
+     (dict(title=3), TypeError, "title=3")],
 )  # fmt: skip
-def test_fusion_refuses_bad_input(kwargs, match):
+def test_fusion_refuses_bad_input(kwargs, error, match):
     kwargs = {"fn": _gelu_by_hand, "n_elem": 64, **kwargs}
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.diagrams.draw_fusion(**kwargs)
 
 
@@ -476,11 +498,13 @@ def test_dispatch_log_is_what_the_backend_receives():
 def test_dispatch_refuses_what_is_not_a_loss():
     import torch
 
-    with pytest.raises(ValueError, match="forward="):
+    with pytest.raises(TypeError, match="forward="):
         gl.diagrams.dispatch_log(42)
+    with pytest.raises(TypeError, match="forward=.*not float"):
+        gl.diagrams.dispatch_log(lambda: 3.0)
     with pytest.raises(ValueError, match="forward=.*requires grad"):
         gl.diagrams.dispatch_log(lambda: torch.ones(3).sum())
     with pytest.raises(ValueError, match="forward=.*one-element"):
         gl.diagrams.dispatch_log(lambda: torch.ones(3, requires_grad=True) * 2)
-    with pytest.raises(ValueError, match="title"):
+    with pytest.raises(TypeError, match="title"):
         gl.diagrams.draw_dispatch(lambda: torch.ones(1, requires_grad=True).sum(), title=3)

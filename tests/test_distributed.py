@@ -153,6 +153,24 @@ def test_launch_env_keeps_what_the_user_set():
     env = gl.labkit.launcher.launch_env({"MASTER_ADDR": "10.0.0.1"})
     assert env["MASTER_ADDR"] == "10.0.0.1" and env["PYTHONUNBUFFERED"] == "1"
     assert gl.labkit.launcher.launch_env({})["MASTER_ADDR"] == "127.0.0.1"
+    for bad in (42, ["MASTER_ADDR"], {"RANK": 0}):
+        with pytest.raises(TypeError, match="base="):
+            gl.labkit.launcher.launch_env(bad)
+
+
+@pytest.mark.parametrize(
+    "field, error",
+    [({"command": ["python", "x.py"]}, TypeError), ({"command": ("python", 1)}, TypeError),
+     ({"returncode": 2.5}, TypeError), ({"stdout": None}, TypeError),
+     ({"elapsed_s": -1.0}, ValueError), ({"timed_out": 0}, TypeError),
+     ({"failed_rank": -1}, ValueError)],
+)  # fmt: skip
+def test_a_launch_result_refuses_bad_fields_by_name(field, error):
+    good = dict(command=("python", "x.py"), returncode=0, stdout="", stderr="", elapsed_s=1.0,
+                timed_out=False, failed_rank=None, message="ok")  # fmt: skip
+    (name,) = field
+    with pytest.raises(error, match=f"{name}="):
+        gl.labkit.launcher.LaunchResult(**(good | field))
 
 
 @pytest.mark.parametrize(
@@ -182,42 +200,54 @@ def _no_process_may_start(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "bad",
-    [float("inf"), float("-inf"), float("nan"), 0, -1, True, "60", None, 1e300, 30 * 86400],
-)
-def test_a_bad_timeout_is_refused_before_anything_starts(tmp_path, monkeypatch, bad):
+    "bad, error",
+    [(float("inf"), ValueError), (float("-inf"), ValueError), (float("nan"), ValueError),
+     (0, ValueError), (-1, ValueError), (True, TypeError), ("60", TypeError), (None, TypeError),
+     (1e300, ValueError), (30 * 86400, ValueError)],
+)  # fmt: skip
+def test_a_bad_timeout_is_refused_before_anything_starts(tmp_path, monkeypatch, bad, error):
     write(tmp_path, "ok.py", "pass\n")
     started = _no_process_may_start(monkeypatch)
-    with pytest.raises(ValueError, match="timeout_s=.* must be (a positive number|at most)"):
+    with pytest.raises(error, match="timeout_s=.* must be (a positive number|at most)"):
         gl.torchrun("ok.py", 2, cwd=tmp_path, timeout_s=bad, echo=False)
     assert started == []
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(nproc=2.0), "nproc=2.0"),
-        (dict(nproc=True), "nproc=True"),
-        (dict(args="--epochs 2"), "args='--epochs 2'"),
-        (dict(env={"RANK": 0}), "env="),
-        (dict(cwd=42), "cwd=42"),
-        (dict(script=3), "script=3"),
+        (dict(nproc=2.0), TypeError, "nproc=2.0"),
+        (dict(nproc=True), TypeError, "nproc=True"),
+        (dict(nproc=0), ValueError, "nproc=0"),
+        (dict(args="--epochs 2"), TypeError, "args='--epochs 2'"),
+        (dict(args=["--epochs", None]), TypeError, "args="),
+        (dict(env={"RANK": 0}), TypeError, "env="),
+        (dict(env="RANK=0"), TypeError, "env="),
+        (dict(cwd=42), TypeError, "cwd=42"),
+        (dict(cwd="no_such_folder"), ValueError, "cwd='no_such_folder'"),
+        (dict(script=3), TypeError, "script=3"),
+        (dict(script="missing.py"), ValueError, "script='missing.py' does not exist"),
+        (dict(echo="yes"), TypeError, "echo='yes'"),
     ],
 )
 def test_other_bad_arguments_are_refused_before_anything_starts(
-    tmp_path, monkeypatch, kwargs, match
+    tmp_path, monkeypatch, kwargs, error, match
 ):
     write(tmp_path, "ok.py", "pass\n")
     started = _no_process_may_start(monkeypatch)
     args = dict(script="ok.py", nproc=2, cwd=tmp_path, echo=False) | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.torchrun(args.pop("script"), args.pop("nproc"), **args)
     assert started == []
 
 
-@pytest.mark.parametrize("bad", [2.0, True, "2", float("nan"), -1])
-def test_dist_plan_refuses_a_gpu_count_that_is_not_a_count(bad):
-    with pytest.raises(ValueError, match="n_gpus="):
+@pytest.mark.parametrize(
+    "bad, error",
+    [(2.0, TypeError), (True, TypeError), ("2", TypeError), (float("nan"), TypeError),
+     (-1, ValueError)],
+)  # fmt: skip
+def test_dist_plan_refuses_a_gpu_count_that_is_not_a_count(bad, error):
+    with pytest.raises(error, match="n_gpus="):
         gl.dist_plan(n_gpus=bad)
 
 

@@ -203,17 +203,34 @@ def test_power_reading_failing_mid_block_is_reported_and_the_thread_stops():
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="interval_s=0 must be a positive"):
         gl.measure_energy("cpu", interval_s=0)
-    with pytest.raises(ValueError, match="device='tpu' is not known"):
+    with pytest.raises(ValueError, match="device='tpu' is not a device"):
         with gl.measure_energy("tpu", verbose=False):
             pass
+    with pytest.raises(TypeError, match="device=42 must be a torch.device"):
+        gl.measure_energy(42, verbose=False)
     with pytest.raises(ValueError, match="cores=0 must be a positive integer"):
         gl.measure.energy.assumed_power("cpu", cores=0)
     with pytest.raises(ValueError, match="spec='Z9000': no device called 'Z9000'"):
         gl.measure.energy.assumed_power("cuda", spec="Z9000")
     with pytest.raises(ValueError, match="interval_s=nan must be a positive"):
         gl.measure_energy("cpu", interval_s=float("nan"))
-    with pytest.raises(ValueError, match="cores=2.0 must be a positive integer"):
+    with pytest.raises(TypeError, match="cores=2.0 must be a positive integer"):
         gl.measure_energy("cpu", cores=2.0)
+    with pytest.raises(TypeError, match="verbose=1"):
+        gl.measure_energy("cpu", verbose=1)
+
+
+@pytest.mark.parametrize(
+    "device, error, match",
+    [("banana", ValueError, "device='banana' is not a device"),
+     ("cuda:x", ValueError, "device='cuda:x' is not a device"),
+     (42, TypeError, "device=42 must be a torch.device"),
+     (True, TypeError, "device=True must be a torch.device")],
+)  # fmt: skip
+def test_assumed_power_refuses_what_is_not_a_device(device, error, match):
+    # Even with a spec= whose rated power would answer: the device must be one.
+    with pytest.raises(error, match=match):
+        gl.measure.energy.assumed_power(device, spec="T4")
     assert gl.measure.energy.ENERGY_METHODS == (
         "nvml-energy-counter",
         "nvml-power-sampling",
@@ -246,5 +263,5 @@ def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
 
 
 def test_a_warmup_that_is_not_callable_is_refused():
-    with pytest.raises(ValueError, match="warmup=3 must be a callable"):
+    with pytest.raises(TypeError, match="warmup=3 must be a callable"):
         gl.measure_energy("cpu", warmup=3)

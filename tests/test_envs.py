@@ -123,51 +123,61 @@ def test_bad_arguments_are_named():
         TicTacToe(2).step(torch.zeros(3, dtype=torch.long))
     with pytest.raises(ValueError, match="auto_reset=False"):
         rollout(TicTacToe(2), PolicyNet(27, 9))
+    with pytest.raises(TypeError, match="env=42"):
+        rollout(42, PolicyNet(27, 9))
+    with pytest.raises(TypeError, match="policy=42"):
+        rollout(TicTacToe(2, auto_reset=False), 42)
+    with pytest.raises(TypeError, match="greedy=1"):
+        evaluate(TicTacToe(2, auto_reset=False), PolicyNet(27, 9), greedy=1)
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(n_envs=True), "n_envs=True"),
-        (dict(n_envs=2.0), "n_envs=2.0"),
-        (dict(n_envs="4"), "n_envs='4'"),
-        (dict(seed=-1), "seed=-1"),
-        (dict(auto_reset="no"), "auto_reset='no'"),
-        (dict(device="tpu"), "device='tpu'"),
+        (dict(n_envs=True), TypeError, "n_envs=True"),
+        (dict(n_envs=2.0), TypeError, "n_envs=2.0"),
+        (dict(n_envs="4"), TypeError, "n_envs='4'"),
+        (dict(seed=-1), ValueError, "seed=-1"),
+        (dict(auto_reset="no"), TypeError, "auto_reset='no'"),
+        (dict(device="tpu"), ValueError, "device='tpu'"),
+        (dict(device=0), TypeError, "device=0"),
     ],
 )
-def test_bad_constructor_arguments_are_named(kwargs, match):
+def test_bad_constructor_arguments_are_named(kwargs, error, match):
     args = dict(n_envs=2) | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         TicTacToe(args.pop("n_envs"), **args)
 
 
 @pytest.mark.parametrize(
-    "actions, match",
+    "actions, error, match",
     [
-        (torch.tensor([0.0, 1.0]), "dtype"),
-        (torch.tensor([0, 9]), "0-8"),
-        (torch.tensor([-1, 0]), "0-8"),
-        ([0, 1], "expected a tensor"),
+        (torch.tensor([0.0, 1.0]), TypeError, "dtype"),
+        (torch.tensor([0, 9]), ValueError, "0-8"),
+        (torch.tensor([-1, 0]), ValueError, "0-8"),
+        (torch.tensor([0, 1, 2]), ValueError, "expected a tensor"),
+        ([0, 1], TypeError, "must be a tensor"),
     ],
 )
-def test_bad_actions_are_refused_and_leave_the_boards_alone(actions, match):
+def test_bad_actions_are_refused_and_leave_the_boards_alone(actions, error, match):
     env = TicTacToe(2, opponent="first")
     env.reset()
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         env.step(actions)
     assert env.boards.abs().sum() == 0
 
 
 @pytest.mark.parametrize(
-    "board, action, match",
+    "board, action, error, match",
     [
-        ([0] * 8, 0, "board="),
-        ([0] * 8 + [2], 0, "board="),
-        ([0] * 9, 9, "action=9"),
-        ([0] * 9, True, "action=True"),
+        ([0] * 8, 0, ValueError, "board="),
+        ([0] * 8 + [2], 0, ValueError, "board="),
+        ([0] * 8 + [0.5], 0, TypeError, "board="),
+        ("x" * 9, 0, TypeError, "board="),
+        ([0] * 9, 9, ValueError, "action=9"),
+        ([0] * 9, True, TypeError, "action=True"),
     ],  # fmt: skip
 )
-def test_reference_step_refuses_impossible_boards_and_moves(board, action, match):
-    with pytest.raises(ValueError, match=match):
+def test_reference_step_refuses_impossible_boards_and_moves(board, action, error, match):
+    with pytest.raises(error, match=match):
         reference_step(board, action)

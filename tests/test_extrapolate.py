@@ -35,18 +35,25 @@ def test_extrapolation_figure_styles_measured_predicted_and_published():
 
 
 @pytest.mark.parametrize(
-    ("args", "kwargs", "message"),
+    ("args", "kwargs", "error", "message"),
     [
-        (({}, {"A100": 0.0}, []), {}, r"predictions\['A100'\]=0.0 must be a positive number"),
-        (({"here": float("nan")}, {}, []), {}, r"measured\['here'\]=nan"),
-        (({}, {"A100": "3600"}, []), {}, r"predictions\['A100'\]='3600'"),
-        (({}, {}, []), {"published": {"x": -1}}, r"published\['x'\]=-1"),
-        (({}, {}, []), {}, "nothing to plot"),
-        (({}, {"A100": 1.0}, "one sentence"), {}, "assumptions=.one sentence. must be a sequence"),
-        (({}, [1.0], []), {}, "predictions=.* must be a mapping"),
-        (({}, {"A100": 1.0}, []), {"durations": "yes"}, "durations='yes' is not known"),
+        (({}, {"A100": 0.0}, []), {}, ValueError,
+         r"predictions\['A100'\]=0.0 must be a positive number"),
+        (({"here": float("nan")}, {}, []), {}, ValueError, r"measured\['here'\]=nan"),
+        (({"here": -1.0}, {}, []), {}, ValueError, r"measured\['here'\]=-1.0"),
+        (({}, {"A100": float("inf")}, []), {}, ValueError, r"predictions\['A100'\]=inf"),
+        (({}, {"A100": "3600"}, []), {}, TypeError, r"predictions\['A100'\]='3600'"),
+        (({}, {}, []), {"published": {"x": -1}}, ValueError, r"published\['x'\]=-1"),
+        (({}, {}, []), {"published": {"x": float("nan")}}, ValueError, r"published\['x'\]=nan"),
+        (({}, {}, []), {}, ValueError, "nothing to plot"),
+        (({}, {"A100": 1.0}, "one sentence"), {}, TypeError,
+         "assumptions=.one sentence. must be a sequence"),
+        (({}, [1.0], []), {}, TypeError, "predictions=.* must be a mapping"),
+        (({1: 10.0}, {}, []), {}, TypeError, "measured=.* must have str labels"),
+        (({}, {"A100": 1.0}, []), {"durations": "yes"}, TypeError,
+         "durations='yes' must be True or False"),
     ],
-)
-def test_bad_values_are_refused_before_anything_is_drawn(args, kwargs, message):
-    with pytest.raises(ValueError, match=message):
+)  # fmt: skip
+def test_bad_values_are_refused_before_anything_is_drawn(args, kwargs, error, message):
+    with pytest.raises(error, match=message):
         plot_extrapolation(*args, **kwargs)

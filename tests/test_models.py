@@ -133,38 +133,45 @@ def test_policy_net_masks_illegal_moves():
 
 
 @pytest.mark.parametrize(
-    "call, match",
+    "call, error, match",
     [
-        (lambda: small_resnet(num_classes=True), "num_classes=True"),
-        (lambda: small_resnet(in_channels=1.0), "in_channels=1.0"),
-        (lambda: small_resnet(layers=3), "layers=3"),
-        (lambda: small_resnet(layers="111"), "layers='111'"),
-        (lambda: ResNet(torch.nn.Linear, (1,)), "block="),
-        (lambda: BasicBlock(8, 0), "width=0"),
-        (lambda: Bottleneck(8, 4, stride=float("nan")), "stride=nan"),
-        (lambda: count_parameters("resnet"), "model='resnet'"),
-        (lambda: transformer_param_count(BERT_BASE, mlm_head="yes"), "mlm_head='yes'"),
-        (lambda: transformer_param_count({"hidden": 768}), "config="),
-        (lambda: TransformerEncoder("bert"), "config='bert'"),
-        (lambda: PolicyNet(27, 9, hidden=True), "hidden=True"),
+        (lambda: small_resnet(num_classes=True), TypeError, "num_classes=True"),
+        (lambda: small_resnet(num_classes=0), ValueError, "num_classes=0"),
+        (lambda: small_resnet(in_channels=1.0), TypeError, "in_channels=1.0"),
+        (lambda: small_resnet(layers=3), TypeError, "layers=3"),
+        (lambda: small_resnet(layers="111"), TypeError, "layers='111'"),
+        (lambda: small_resnet(layers=(1, 1.0)), TypeError, r"layers=\(1, 1.0\)"),
+        (lambda: small_resnet(layers=()), ValueError, r"layers=\(\)"),
+        (lambda: ResNet(torch.nn.Linear, (1,)), TypeError, "block="),
+        (lambda: BasicBlock(8, 0), ValueError, "width=0"),
+        (lambda: Bottleneck(8, 4, stride=float("nan")), TypeError, "stride=nan"),
+        (lambda: count_parameters("resnet"), TypeError, "model='resnet'"),
+        (lambda: transformer_param_count(BERT_BASE, mlm_head="yes"), TypeError, "mlm_head='yes'"),
+        (lambda: transformer_param_count({"hidden": 768}), TypeError, "config="),
+        (lambda: TransformerEncoder("bert"), TypeError, "config='bert'"),
+        (lambda: TransformerEncoder(BERT_BASE, mlm_head=1), TypeError, "mlm_head=1"),
+        (lambda: PolicyNet(27, 9, hidden=True), TypeError, "hidden=True"),
+        (lambda: PolicyNet(27, 9, hidden=0), ValueError, "hidden=0"),
     ],
 )
-def test_bad_arguments_name_the_parameter(call, match):
-    with pytest.raises(ValueError, match=match):
+def test_bad_arguments_name_the_parameter(call, error, match):
+    with pytest.raises(error, match=match):
         call()
 
 
 @pytest.mark.parametrize(
-    "field, value",
+    "field, value, error",
     [
-        ("type_vocab_size", -1),
-        ("type_vocab_size", 2.0),
-        ("pre_ln", 1),
-        ("vocab_size", float("inf")),
-        ("heads", "4"),
+        ("type_vocab_size", -1, ValueError),
+        ("type_vocab_size", 2.0, TypeError),
+        ("pre_ln", 1, TypeError),
+        ("pooler", "no", TypeError),
+        ("vocab_size", float("inf"), TypeError),
+        ("vocab_size", 0, ValueError),
+        ("heads", "4", TypeError),
     ],  # fmt: skip
 )
-def test_transformer_config_names_a_bad_field(field, value):
+def test_transformer_config_names_a_bad_field(field, value, error):
     args = dict(vocab_size=50, hidden=32, layers=2, heads=4, intermediate=64, max_positions=16)
-    with pytest.raises(ValueError, match=f"{field}="):
+    with pytest.raises(error, match=f"{field}="):
         TransformerConfig(**(args | {field: value}))

@@ -35,22 +35,25 @@ def test_predictions_are_hatched_and_labelled():
     plt.close("all")
     with pytest.raises(ValueError, match="same length"):
         gl.plot_measured_vs_predicted(["a"], [1.0, 2.0], [False], unit="x")
+    with pytest.raises(TypeError, match="unit=3"):
+        gl.plot_measured_vs_predicted(["a"], [1.0], [False], unit=3)
 
 
 @pytest.mark.parametrize(
-    "values, predicted, log, match",
+    "values, predicted, log, error, match",
     [
-        ([float("nan")], [False], True, r"values\[0\]=nan"),
-        ([float("inf")], [False], False, r"values\[0\]=inf"),
-        ([0.0], [False], True, r"values\[0\]=0.0 must be a positive"),
-        ([-1.0], [False], False, r"values\[0\]=-1.0 must be 0 or more"),
-        (["3"], [False], True, r"values\[0\]='3'"),
-        ([1.0], ["yes"], True, r"predicted\[0\]='yes'"),
-        (1.0, [False], True, "values=1.0"),
+        ([float("nan")], [False], True, ValueError, r"values\[0\]=nan"),
+        ([float("inf")], [False], False, ValueError, r"values\[0\]=inf"),
+        ([0.0], [False], True, ValueError, r"values\[0\]=0.0 must be a positive"),
+        ([-1.0], [False], False, ValueError, r"values\[0\]=-1.0 must be 0 or more"),
+        (["3"], [False], True, TypeError, r"values\[0\]='3'"),
+        ([1.0], ["yes"], True, TypeError, r"predicted\[0\]='yes'"),
+        (1.0, [False], True, TypeError, "values=1.0"),
+        ([1.0], [False], "yes", TypeError, "log='yes'"),
     ],
 )
-def test_bars_refuse_values_that_cannot_be_drawn(values, predicted, log, match):
-    with pytest.raises(ValueError, match=match):
+def test_bars_refuse_values_that_cannot_be_drawn(values, predicted, log, error, match):
+    with pytest.raises(error, match=match):
         gl.plot_measured_vs_predicted(["a"], values, predicted, unit="x", log=log)
     plt.close("all")
 
@@ -66,14 +69,18 @@ def test_bars_accept_zero_on_a_linear_axis_and_numpy_arrays():
 
 
 def test_spec_trend_and_label_tidying_name_bad_arguments():
-    with pytest.raises(ValueError, match="specs='T4'"):
+    with pytest.raises(TypeError, match="specs='T4'"):
         gl.plot_spec_trend("fp32", specs="T4")
-    with pytest.raises(ValueError, match="which=3"):
+    with pytest.raises(TypeError, match=r"specs=\['T4'\]"):
+        gl.plot_spec_trend("fp32", specs=["T4"])
+    with pytest.raises(TypeError, match="which=3"):
         gl.plot_spec_trend(3)
     ax = plt.subplots()[1]
     with pytest.raises(ValueError, match="fontsize=0"):
         gl.tidy_point_labels(ax, fontsize=0)
-    with pytest.raises(ValueError, match="ax=None"):
+    with pytest.raises(TypeError, match="fontsize='8'"):
+        gl.tidy_point_labels(ax, fontsize="8")
+    with pytest.raises(TypeError, match="ax=None"):
         gl.tidy_point_labels(None)
     plt.close("all")
 

@@ -90,7 +90,7 @@ def test_nested_switches_unwind_in_order(monkeypatch):
 
 @pytest.mark.parametrize("bad", [1, 0, "yes", None])
 def test_tf32_refuses_non_bools(bad):
-    with pytest.raises(ValueError, match="enabled="):
+    with pytest.raises(TypeError, match="enabled="):
         tf32(bad)
 
 
@@ -134,9 +134,11 @@ def test_pascal_runs_fp16_without_tensor_cores(fake_gpu):
     assert support["tf32"] and support["bf16"] and support["fp32"] is None
 
 
-@pytest.mark.parametrize("bad", [42, "tpu", None.__class__])
-def test_supported_precisions_refuses_what_is_not_a_device(bad):
-    with pytest.raises(ValueError, match="device="):
+@pytest.mark.parametrize(
+    "bad, error", [(42, TypeError), ("tpu", ValueError), (None.__class__, TypeError)]
+)
+def test_supported_precisions_refuses_what_is_not_a_device(bad, error):
+    with pytest.raises(error, match="device="):
         supported_precisions(bad)
 
 

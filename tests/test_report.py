@@ -73,6 +73,16 @@ def test_broken_report_fails_with_a_clear_message(committed_reports, breakage, m
     assert message in str(err.value)
 
 
+def test_a_report_that_is_not_a_dict_is_the_wrong_type():
+    with pytest.raises(ValueError, match="'provenance' is a required property"):
+        rep.validate_report({})  # a dict, but not a report
+    for bad in (42, "x", [{}], None):
+        with pytest.raises(TypeError, match="report=.* must be a dict"):
+            rep.validate_report(bad)
+    with pytest.raises(TypeError, match="source=3"):
+        rep.validate_report({}, source=3)
+
+
 def test_datasheet_reference_needs_its_source(committed_reports):
     report = _good(committed_reports)
     report["reference"] = {"kind": "datasheet", "label": "datasheet", "name": "Tesla T4"}
@@ -131,7 +141,7 @@ def test_a_card_missing_from_the_registry_gets_no_siblings_figures():
     assert ref["kind"] == "none" and "peak_flops" not in ref
     assert "NVIDIA A100-PCIE-40GB is not in the registry" in ref["label"]
     assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in ref["label"]
-    with pytest.raises(ValueError, match="info='cuda' must be a DeviceInfo"):
+    with pytest.raises(TypeError, match="info='cuda' must be a DeviceInfo"):
         rep.reference_for("cuda")
 
 
@@ -208,10 +218,12 @@ def test_run_bench_measures_every_standard_quantity(tiny_sizes):
         assert h2d["params"]["bytes"] == 2**20
     else:
         assert {"name": "h2d/d2h", "dtype": None, "reason": "no CUDA GPU here"} in report["skipped"]
-    with pytest.raises(ValueError, match="quick='yes'"):
+    with pytest.raises(TypeError, match="quick='yes'"):
         rep.run_bench(quick="yes")
-    with pytest.raises(ValueError, match="notes=3 must be a str"):
+    with pytest.raises(TypeError, match="notes=3 must be a str"):
         rep.run_bench(quick=True, notes=3)
+    with pytest.raises(TypeError, match="progress=3 must be a callable"):
+        rep.run_bench(quick=True, progress=3)
 
 
 @pytest.mark.cuda

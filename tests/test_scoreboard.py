@@ -1,5 +1,7 @@
 """The capstone's scoreboard: speed-ups against the last kept step, predictions labelled."""
 
+import dataclasses
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -50,14 +52,31 @@ def test_plot_draws_one_predicted_and_one_measured_bar_per_fix():
 
 
 def test_bad_input_is_refused():
-    with pytest.raises(ValueError, match="baseline=0.1"):
+    with pytest.raises(TypeError, match="baseline=0.1"):
         gl.Scoreboard(0.1)
     board = gl.Scoreboard(timed(0.1))
     with pytest.raises(ValueError, match="give a measurement, a prediction or both"):
         board.add("nothing")
     with pytest.raises(ValueError, match="predicted=0"):
         board.add("x", predicted=0)
-    with pytest.raises(ValueError, match="measured=0.05"):
+    with pytest.raises(TypeError, match="predicted='2'"):
+        board.add("x", predicted="2")
+    with pytest.raises(TypeError, match="measured=0.05"):
         board.add("x", 0.05)
-    with pytest.raises(ValueError, match="keep=1"):
+    with pytest.raises(TypeError, match="keep=1"):
         board.add("x", timed(0.05), keep=1)
+    with pytest.raises(TypeError, match="name=3"):
+        board.add(3, timed(0.05))
+
+
+@pytest.mark.parametrize(
+    "field, error",
+    [({"name": 3}, TypeError), ({"total": -1.5}, ValueError), ({"speedup": 0.0}, ValueError),
+     ({"speedup": "2"}, TypeError), ({"kept": 1}, TypeError), ({"note": 42}, TypeError),
+     ({"measured": 0.1}, TypeError)],
+)  # fmt: skip
+def test_a_row_refuses_bad_fields_by_name(field, error):
+    row = gl.Scoreboard(timed(0.1)).add("fix", timed(0.05), predicted=2.0)
+    (name,) = field
+    with pytest.raises(error, match=f"{name}="):
+        dataclasses.replace(row, **field)

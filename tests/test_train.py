@@ -133,25 +133,30 @@ def test_stats_without_steps():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        ({"epochs": 0}, "epochs=0"),
-        ({"accumulation_steps": 1.5}, "accumulation_steps=1.5"),
-        ({"max_steps": -1}, "max_steps=-1"),
-        ({"precision": "int8"}, "precision='int8'"),
-        ({"precision": "bf16"}, "precision='bf16'"),  # a bf16 model is cast by the caller
-        ({"precision": torch.bfloat16}, "precision=torch.bfloat16"),
-        ({"warmup_steps": -1}, "warmup_steps=-1"),
-        ({"warmup_steps": 1.0}, "warmup_steps=1.0"),
-        ({"epochs": True}, "epochs=True"),
-        ({"progress": "no"}, "progress='no'"),
-        ({"optimizer": "adam"}, "optimizer='adam'"),
+        ({"epochs": 0}, ValueError, "epochs=0"),
+        ({"accumulation_steps": 1.5}, TypeError, "accumulation_steps=1.5"),
+        ({"max_steps": -1}, ValueError, "max_steps=-1"),
+        ({"precision": "int8"}, ValueError, "precision='int8'"),
+        # a bf16 model is cast by the caller
+        ({"precision": "bf16"}, ValueError, "precision='bf16'"),
+        ({"precision": torch.bfloat16}, TypeError, "precision=torch.bfloat16"),
+        ({"warmup_steps": -1}, ValueError, "warmup_steps=-1"),
+        ({"warmup_steps": 1.0}, TypeError, "warmup_steps=1.0"),
+        ({"epochs": True}, TypeError, "epochs=True"),
+        ({"progress": "no"}, TypeError, "progress='no'"),
+        ({"optimizer": "adam"}, TypeError, "optimizer='adam'"),
+        ({"loss_fn": "mse"}, TypeError, "loss_fn='mse'"),
+        ({"desc": 3}, TypeError, "desc=3"),
+        ({"device": "tpu"}, ValueError, "device='tpu' is not a device"),
+        ({"device": 0}, TypeError, "device=0 must be a torch.device"),
     ],
 )
-def test_bad_arguments_are_clear_errors(kwargs, match):
+def test_bad_arguments_are_clear_errors(kwargs, error, match):
     model = _model()
     args = {"optimizer": torch.optim.SGD(model.parameters(), lr=0.1), **CPU}
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.train(model, _data(1), **{**args, **kwargs})
 
 
@@ -162,5 +167,12 @@ def test_bad_batches_are_clear_errors():
         gl.train(model, iter(_data(2)), optimizer=opt, epochs=2, **CPU)
     with pytest.raises(ValueError, match="no batches"):
         gl.train(model, [], optimizer=opt, **CPU)
-    with pytest.raises(ValueError, match=r"pair \(inputs, targets\)"):
+    with pytest.raises(TypeError, match=r"pair \(inputs, targets\), not Tensor"):
         gl.train(model, [torch.randn(4, 8)], optimizer=opt, **CPU)
+    with pytest.raises(ValueError, match=r"pair \(inputs, targets\); got a tuple of length 3"):
+        gl.train(model, [(torch.randn(4, 8), torch.zeros(4), torch.zeros(4))], optimizer=opt,
+                 **CPU)  # fmt: skip
+    with pytest.raises(TypeError, match="batches=42"):
+        gl.train(model, 42, optimizer=opt, **CPU)
+    with pytest.raises(TypeError, match="model=42"):
+        gl.train(42, _data(1), optimizer=opt, **CPU)

@@ -141,29 +141,36 @@ def test_parallelism_calculator_shows_the_split_and_follows_its_controls():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "error", "message"),
     [
-        (lambda: gl.chooser_widget("BERT-base", batch_size=0), "batch_size=0"),
-        (lambda: gl.chooser_widget("BERT-huge"), "model='BERT-huge'"),
-        (lambda: gl.scaling_calculator(1e9, "Z9000", 8, "NVLink 4"), "spec='Z9000'.*close"),
-        (lambda: gl.scaling_calculator(1e9, "H100 SXM", 0, "NVLink 4"), "n_gpus=0"),
-        (lambda: gl.roofline_explorer("Nope"), "spec='Nope'"),
-        (lambda: gl.roofline_explorer(intensity=0), "intensity=0"),
-        (lambda: gl.roofline_explorer(intensity=float("nan")), "intensity=nan"),
-        (lambda: gl.roofline_explorer("T4", "bf16"), "precision='bf16'.*no bf16 peak"),
-        (lambda: gl.roofline_explorer("M2 Max"), "no memory bandwidth or no peak"),
-        (lambda: gl.memory_calculator(batch_size=0), "batch_size=0"),
-        (lambda: gl.memory_calculator(n_params=1.5), "n_params=1.5"),
-        (lambda: gl.memory_calculator(precision="fp8"), "precision='fp8'"),
-        (lambda: gl.parallelism_calculator(n_gpus=0), "n_gpus=0"),
-        (lambda: gl.parallelism_calculator(network="token ring"), "network='token ring'"),
+        (lambda: gl.chooser_widget("BERT-base", batch_size=0), ValueError, "batch_size=0"),
+        (lambda: gl.chooser_widget("BERT-huge"), ValueError, "model='BERT-huge'"),
+        (lambda: gl.chooser_widget(-1), ValueError, "model=-1"),
+        (lambda: gl.chooser_widget(True), TypeError, "model=True"),
+        (lambda: gl.chooser_widget(2.5e9), TypeError, "model=2500000000.0"),
+        (lambda: gl.scaling_calculator(1e9, "Z9000", 8, "NVLink 4"), ValueError,
+         "spec='Z9000'.*close"),
+        (lambda: gl.scaling_calculator(1e9, "H100 SXM", 0, "NVLink 4"), ValueError, "n_gpus=0"),
+        (lambda: gl.roofline_explorer("Nope"), ValueError, "spec='Nope'"),
+        (lambda: gl.roofline_explorer(intensity=0), ValueError, "intensity=0"),
+        (lambda: gl.roofline_explorer(intensity=float("nan")), ValueError, "intensity=nan"),
+        (lambda: gl.roofline_explorer("T4", "bf16"), ValueError,
+         "precision='bf16'.*no bf16 peak"),
+        (lambda: gl.roofline_explorer("M2 Max"), ValueError, "no memory bandwidth or no peak"),
+        (lambda: gl.memory_calculator(batch_size=0), ValueError, "batch_size=0"),
+        (lambda: gl.memory_calculator(n_params=1.5), TypeError, "n_params=1.5"),
+        (lambda: gl.memory_calculator(precision="fp8"), ValueError, "precision='fp8'"),
+        (lambda: gl.parallelism_calculator(n_gpus=0), ValueError, "n_gpus=0"),
+        (lambda: gl.parallelism_calculator(network="token ring"), ValueError,
+         "network='token ring'"),
+        (lambda: gl.parallelism_calculator(node_link=42), TypeError, "node_link=42"),
     ],
-)
-def test_bad_input_is_refused_with_or_without_ipywidgets(call, message, monkeypatch):
-    with pytest.raises(ValueError, match=message):
+)  # fmt: skip
+def test_bad_input_is_refused_with_or_without_ipywidgets(call, error, message, monkeypatch):
+    with pytest.raises(error, match=message):
         call()
     monkeypatch.setitem(sys.modules, "ipywidgets", None)
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         call()
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpulab._checks import positive_int
+from gpulab._checks import non_negative_int, positive_int
 from gpulab.costmodels.comms import allreduce_time, simulate_ring_allreduce
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
 from gpulab.hardware.interconnects import resolve_link
@@ -46,9 +46,7 @@ def draw_ring_allreduce(n_gpus: int = 4, *, seed: int = 0):
     p = positive_int("n_gpus", n_gpus)
     if not 2 <= p <= 8:
         raise ValueError(f"n_gpus={n_gpus!r} must be between 2 and 8 (one panel row per rank)")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed={seed!r} must be an int of 0 or more")
-    rng = np.random.default_rng(int(seed))
+    rng = np.random.default_rng(non_negative_int("seed", seed))
     steps = simulate_ring_allreduce(rng.integers(0, 10, size=(p, p)).astype(float))
     fig, axes = new_figure(1, len(steps), figsize=(1.55 * len(steps), 0.55 * p + 1.4))
     cmap = _shades(p)

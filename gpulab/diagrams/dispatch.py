@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpulab._checks import text, wrong_type
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
 
 __all__ = ["dispatch_log", "draw_dispatch"]
@@ -54,7 +55,7 @@ def dispatch_log(forward: Callable[[], object]) -> dict[str, list[dict]]:
     from gpulab.costmodels.flops import dispatch_mode_class
 
     if not callable(forward):
-        raise ValueError(f"forward={forward!r} must be a function of no arguments returning a loss")
+        raise wrong_type("forward", forward, "a function of no arguments returning a loss")
 
     class _Log(dispatch_mode_class()):
         def __init__(self):
@@ -69,10 +70,16 @@ def dispatch_log(forward: Callable[[], object]) -> dict[str, list[dict]]:
 
     with _Log() as fwd:
         loss = forward()
-    if not (isinstance(loss, torch.Tensor) and loss.numel() == 1 and loss.requires_grad):
-        raise ValueError(
+    if not isinstance(loss, torch.Tensor):
+        raise TypeError(
             f"forward={forward!r} must return a one-element tensor that requires grad (a loss), "
             f"not {type(loss).__name__}"
+        )
+    if not (loss.numel() == 1 and loss.requires_grad):
+        raise ValueError(
+            f"forward={forward!r} must return a one-element tensor that requires grad (a loss), "
+            f"not one of shape {tuple(loss.shape)}"
+            + ("" if loss.requires_grad else " that does not require grad")
         )
     with _Log() as bwd:
         loss.backward()
@@ -103,8 +110,7 @@ def draw_dispatch(forward: Callable[[], object], *, title: str = ""):
     >>> len(log["forward"]) + len(log["backward"]), sum(c["view"] for c in log["backward"])
     (6, 2)
     """
-    if not isinstance(title, str):
-        raise ValueError(f"title={title!r} must be a str")
+    text("title", title)
     log = dispatch_log(forward)
     fig, ax = new_figure(figsize=(9.0, 4.0))
     blank(ax)

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Callable
 
-from gpulab._checks import positive_number
+from gpulab._checks import positive_number, text, wrong_type
 from gpulab.costmodels.flops import fusion_traffic
 from gpulab.costmodels.roofline import predict_time
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
@@ -14,18 +15,29 @@ from gpulab.units import format_bytes, format_duration, format_rate
 __all__ = ["draw_fusion"]
 
 
-
 def _measured(measured) -> dict | None:
     if measured is None:
         return None
-    if not isinstance(measured, dict) or not {"eager_s", "fused_s"} <= set(measured):
+    if not isinstance(measured, dict):
+        raise wrong_type("measured", measured, "None or a dict with eager_s and fused_s (seconds)")
+    if not {"eager_s", "fused_s"} <= set(measured):
         raise ValueError(
             f"measured={measured!r} must be None or a dict with eager_s and fused_s (seconds)"
         )
+    return {k: positive_number(f"measured[{k!r}]", measured[k]) for k in ("eager_s", "fused_s")}
+
+
+def _one_tensor_function(fn) -> None:
+    """A TypeError unless ``fn`` is a callable that can be called with one argument."""
+    wanted = "a function of one tensor, e.g. lambda x: x * 2"
+    if not callable(fn):
+        raise wrong_type("fn", fn, wanted)
     try:
-        return {k: positive_number(f"measured[{k!r}]", measured[k]) for k in ("eager_s", "fused_s")}
-    except ValueError as err:
-        raise ValueError(f"measured={measured!r}: {err}") from err
+        inspect.signature(fn).bind(None)
+    except TypeError:
+        raise TypeError(f"fn={fn!r} must be {wanted}; it cannot take one argument") from None
+    except ValueError:  # no signature to read (some built-ins): the tracer decides
+        pass
 
 
 def draw_fusion(
@@ -69,8 +81,8 @@ def draw_fusion(
     >>> len(t["kernels"]), round(t["eager_s"] / t["fused_s"], 6)
     (3, 3.0)
     """
-    if not isinstance(title, str):
-        raise ValueError(f"title={title!r} must be a str")
+    _one_tensor_function(fn)
+    text("title", title)
     the_spec = resolve_spec("spec", spec, kinds=("gpu",))
     if not the_spec.memory_bandwidth:
         raise ValueError(f"spec={spec!r}: the registry has no memory bandwidth for {the_spec.name}")

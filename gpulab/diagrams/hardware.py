@@ -211,5 +211,5 @@ def _anatomy_named(name: str, value) -> dict:
     """:func:`_anatomy` with errors naming ``name`` instead of ``spec``."""
     try:
         return _anatomy(value)
-    except ValueError as exc:
-        raise ValueError(str(exc).replace("spec=", f"{name}=", 1)) from None
+    except (TypeError, ValueError) as exc:  # the same class, naming the parameter
+        raise type(exc)(str(exc).replace("spec=", f"{name}=", 1)) from None

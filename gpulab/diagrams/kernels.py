@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import numpy as np
+from numbers import Integral, Real
 
-from gpulab._checks import positive_int
+from gpulab._checks import positive_int, wrong_type
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
 from gpulab.hardware.specs import resolve_spec
 from gpulab.kernels.simulator import WARP_SIZE, thread_map
 from gpulab.kernels.tiling import tile_loads
 
 __all__ = ["draw_launch_mapping", "draw_tiling"]
-
 
 
 def draw_launch_mapping(n: int = 1000, block: int = 256, *, spec="T4"):
@@ -104,9 +103,11 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     if n > 32:
         raise ValueError(f"n={n!r} must be at most 32 for a readable drawing")
     t = n // tile
-    if (not isinstance(block, (tuple, list)) or len(block) != 2
-            or any(isinstance(v, bool) or not isinstance(v, (int, np.integer)) or not 0 <= v < t
-                   for v in block)):  # fmt: skip
+    if not isinstance(block, (tuple, list)) or any(
+        isinstance(v, bool) or not isinstance(v, Real) for v in block
+    ):
+        raise wrong_type("block", block, f"(row, column) with each in 0..{t - 1}")
+    if len(block) != 2 or any(not isinstance(v, Integral) or not 0 <= v < t for v in block):
         raise ValueError(f"block={block!r} must be (row, column) with each in 0..{t - 1}")
     bi, bj = block
     fig, axes = new_figure(1, 3, figsize=(9.0, 3.4))

@@ -13,6 +13,8 @@ from gpulab._checks import (
     fraction,
     positive_int,
     positive_number,
+    text,
+    wrong_type,
 )
 from gpulab.costmodels.parallelism import PipelineSchedule
 from gpulab.diagrams._draw import PALETTE, new_figure
@@ -22,7 +24,10 @@ __all__ = ["draw_pipeline_gantt", "draw_input_pipeline"]
 
 def _check_schedule(name: str, value) -> PipelineSchedule:
     if not isinstance(value, PipelineSchedule):
-        raise ValueError(f"{name}={value!r:.60} must be a PipelineSchedule (simulate_pipeline)")
+        raise TypeError(
+            f"{name}={value!r:.60} must be a PipelineSchedule (simulate_pipeline), "
+            f"not {type(value).__name__}"
+        )
     return value
 
 
@@ -50,13 +55,14 @@ def draw_pipeline_gantt(schedules, *, measured_bubble: float | None = None, titl
     """
     if isinstance(schedules, PipelineSchedule):
         schedules = [schedules]
-    if isinstance(schedules, (str, bytes)) or not isinstance(schedules, Sequence) or not schedules:
+    if isinstance(schedules, (str, bytes)) or not isinstance(schedules, Sequence):
+        raise wrong_type("schedules", schedules, "a non-empty list of schedules")
+    if not schedules:
         raise ValueError(f"schedules={schedules!r:.60} must be a non-empty list of schedules")
     scheds = [_check_schedule(f"schedules[{i}]", s) for i, s in enumerate(schedules)]
     if measured_bubble is not None:
         measured_bubble = fraction("measured_bubble", measured_bubble)
-    if not isinstance(title, str):
-        raise ValueError(f"title={title!r} must be a str")
+    text("title", title)
     longest = max(s.step_s for s in scheds)
     height = sum(0.45 * s.n_stages + 0.9 for s in scheds)
     fig, axes = new_figure(len(scheds), 1, figsize=(8.0, height), squeeze=False)

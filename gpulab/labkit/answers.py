@@ -15,7 +15,7 @@ import math
 from dataclasses import dataclass
 from numbers import Real
 
-from gpulab._checks import finite_number, flag, non_negative_number
+from gpulab._checks import finite_number, flag, non_negative_number, text
 
 __all__ = ["CheckResult", "check"]
 
@@ -45,12 +45,12 @@ class CheckResult:
     message: str
 
     def __post_init__(self) -> None:
-        _text("name", self.name)
+        text("name", self.name)
         if self.answer is not None:
             finite_number("answer", self.answer)
         finite_number("expected", self.expected)
         flag("ok", self.ok)
-        _text("message", self.message)
+        text("message", self.message)
 
     def __bool__(self) -> bool:
         return self.ok
@@ -61,12 +61,6 @@ class CheckResult:
     def _ipython_display_(self) -> None:
         # check() has already printed the message; showing the dataclass again is noise.
         pass
-
-
-def _text(name: str, value) -> str:
-    if not isinstance(value, str):
-        raise ValueError(f"{name}={value!r} must be a str")
-    return value
 
 
 def _format(value: float, unit: str) -> str:
@@ -111,10 +105,12 @@ def check(
 
     Raises
     ------
+    TypeError
+        For an ``expected`` or a tolerance that is not a number, a ``name``, ``unit`` or
+        ``hint`` that is not text, or a ``quiet`` that is not True or False.
     ValueError
-        For a tolerance that is negative, NaN or infinite, an ``expected`` that is not a
-        finite number, or a ``name``, ``unit`` or ``hint`` that is not text: mistakes in
-        the lab, not in the learner's answer.
+        For a tolerance that is negative, NaN or infinite, or an ``expected`` that is NaN or
+        infinite. These are mistakes in the lab, not in the learner's answer.
 
     Examples
     --------
@@ -128,10 +124,10 @@ def check(
     rtol = non_negative_number("rtol", rtol)
     atol = non_negative_number("atol", atol)
     expected = finite_number("expected", expected)
-    _text("name", name)
-    _text("unit", unit)
-    if hint is not None:
-        _text("hint", hint)
+    text("name", name)
+    text("unit", unit)
+    text("hint", hint, optional=True)
+    flag("quiet", quiet)
 
     if answer is None or answer is Ellipsis:
         message = f"Not answered yet: set answer to your value for {name} and run this cell again."

@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab._checks import path as check_path
+from gpulab._checks import text as check_text
+from gpulab._checks import wrong_type
 
 __all__ = ["Claim", "ClaimError", "claim", "recorded_number"]
 
@@ -45,14 +47,20 @@ class Claim:
     text: str
 
     def __post_init__(self) -> None:
-        if not isinstance(self.text, str) or not self.text.strip():
-            raise ValueError(f"text={self.text!r} must be a non-empty string")
+        _sentence(self.text)
 
     def _repr_markdown_(self) -> str:
         return self.text
 
     def __str__(self) -> str:
         return self.text
+
+
+def _sentence(text) -> str:
+    """``text`` if it is a str with something in it: a TypeError or a ValueError otherwise."""
+    if not check_text("text", text).strip():
+        raise ValueError(f"text={text!r} must be a non-empty string")
+    return text
 
 
 def claim(text: str, holds: bool = True, *, reason: str | None = None) -> Claim:
@@ -93,14 +101,12 @@ def claim(text: str, holds: bool = True, *, reason: str | None = None) -> Claim:
     ...
     gpulab.labkit.claims.ClaimError: the data does not support: 'The add barely ...' (within noise)
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ValueError(f"text={text!r} must be a non-empty string")
-    if reason is not None and not isinstance(reason, str):
-        raise ValueError(f"reason={reason!r} must be a string or None")
+    _sentence(text)
+    check_text("reason", reason, optional=True)
     if not isinstance(holds, bool):
         # A NumPy comparison gives numpy.bool_; a number or a string here is a mistake.
         if type(holds).__module__ != "numpy" or type(holds).__name__ not in ("bool", "bool_"):
-            raise ValueError(f"holds={holds!r} must be a bool: the condition the text needs")
+            raise wrong_type("holds", holds, "True or False: the condition the text needs")
         holds = bool(holds)
     if not holds:
         why = f" ({reason})" if reason else ""
@@ -135,9 +141,11 @@ def recorded_number(lab: str | Path, pattern: str) -> float:
 
     Raises
     ------
+    TypeError
+        When ``lab`` is not a path or ``pattern`` is not a str.
     ValueError
-        When ``pattern`` has no group, or no output of the lab matches it (the lab's output
-        changed: the chapter must change with it).
+        When ``pattern`` is not a regular expression or has no group, or no output of the
+        lab matches it (the lab's output changed: the chapter must change with it).
 
     Examples
     --------
@@ -151,7 +159,7 @@ def recorded_number(lab: str | Path, pattern: str) -> float:
     """
     lab = check_path("lab", lab, kind="file")
     if not isinstance(pattern, str):
-        raise ValueError(f"pattern={pattern!r} must be a regular expression (a string)")
+        raise wrong_type("pattern", pattern, "a regular expression (a str)")
     try:
         regex = re.compile(pattern)
     except re.error as err:

@@ -17,8 +17,9 @@ from pathlib import Path
 
 import torch
 
-from gpulab._checks import fraction, positive_int
+from gpulab._checks import fraction, positive_int, wrong_type
 from gpulab._checks import path as check_path
+from gpulab._checks import text as check_text
 
 __all__ = ["CharVocab", "course_text", "mask_tokens"]
 
@@ -71,9 +72,9 @@ class CharVocab:
     chars: tuple[str, ...]
 
     def __post_init__(self) -> None:
-        if not isinstance(self.chars, tuple) or not all(
-            isinstance(c, str) and len(c) == 1 for c in self.chars
-        ):
+        if not isinstance(self.chars, tuple) or not all(isinstance(c, str) for c in self.chars):
+            raise wrong_type("chars", self.chars, "a tuple of single characters")
+        if not all(len(c) == 1 for c in self.chars):
             raise ValueError(f"chars={self.chars!r} must be a tuple of single characters")
         if len(set(self.chars)) != len(self.chars):
             raise ValueError("chars must not repeat a character")
@@ -81,8 +82,7 @@ class CharVocab:
     @classmethod
     def build(cls, text: str, min_count: int = 1) -> CharVocab:
         """The vocabulary of ``text``: characters seen at least ``min_count`` times."""
-        if not isinstance(text, str):
-            raise ValueError(f"text={text!r} must be a str")
+        check_text("text", text)
         min_count = positive_int("min_count", min_count)
         counts = Counter(text)
         return cls(tuple(sorted(c for c, n in counts.items() if n >= min_count)))
@@ -104,8 +104,7 @@ class CharVocab:
         return 2
 
     def encode(self, text: str) -> torch.Tensor:
-        if not isinstance(text, str):
-            raise ValueError(f"text={text!r} must be a str")
+        check_text("text", text)
         index = {c: i + len(_SPECIALS) for i, c in enumerate(self.chars)}
         return torch.tensor([index.get(c, self.unk_id) for c in text], dtype=torch.long)
 
@@ -114,7 +113,12 @@ class CharVocab:
         names = _SPECIALS + self.chars
         values = ids.tolist() if isinstance(ids, torch.Tensor) else list(ids)
         for i in values:
-            if isinstance(i, bool) or not isinstance(i, Integral) or not 0 <= i < len(names):
+            if isinstance(i, bool) or not isinstance(i, Integral):
+                raise TypeError(
+                    f"ids holds {i!r}, a {type(i).__name__}; token ids are ints from 0 to "
+                    f"{len(names) - 1}"
+                )
+            if not 0 <= i < len(names):
                 raise ValueError(f"ids holds {i!r}; token ids are ints from 0 to {len(names) - 1}")
         return "".join(names[i] if i >= len(_SPECIALS) else "_" for i in values)
 
@@ -147,9 +151,12 @@ def mask_tokens(
     """
     rate = fraction("rate", rate, allow_zero=False, allow_one=False)
     if not isinstance(tokens, torch.Tensor) or tokens.is_floating_point():
-        raise ValueError("tokens must be an integer tensor, as CharVocab.encode returns")
+        raise TypeError(
+            f"tokens must be an integer tensor, as CharVocab.encode returns, not "
+            f"{tokens.dtype if isinstance(tokens, torch.Tensor) else type(tokens).__name__}"
+        )
     if not isinstance(vocab, CharVocab):
-        raise ValueError(f"vocab={vocab!r} must be a CharVocab")
+        raise wrong_type("vocab", vocab, "a CharVocab")
     chosen = torch.rand(tokens.shape, generator=generator) < rate
     targets = torch.where(chosen, tokens, torch.full_like(tokens, -100))
     roll = torch.rand(tokens.shape, generator=generator)

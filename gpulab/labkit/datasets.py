@@ -13,9 +13,9 @@ See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 from __future__ import annotations
 
 import time
-from numbers import Integral
+from numbers import Integral, Real
 
-from gpulab._checks import non_negative_int, non_negative_number, positive_int
+from gpulab._checks import non_negative_int, non_negative_number, positive_int, wrong_type
 
 __all__ = ["SyntheticDataset"]
 
@@ -55,17 +55,16 @@ class SyntheticDataset:
         self, n: int, shape: tuple[int, ...], n_classes: int = 10, load_s: float = 0.0, seed=0
     ):
         n = positive_int("n", n)
-        if not isinstance(shape, (tuple, list)) or not shape:
-            raise ValueError(f"shape={shape!r} must be a tuple of positive integers")
-        for size in shape:
-            try:
-                positive_int("shape", size)
-            except ValueError:
-                raise ValueError(f"shape={shape!r} must be a tuple of positive integers") from None
+        if not isinstance(shape, (tuple, list)) or not all(
+            isinstance(size, Real) and not isinstance(size, bool) for size in shape
+        ):
+            raise wrong_type("shape", shape, "a tuple of positive integers")
+        if not shape or not all(isinstance(size, Integral) and size >= 1 for size in shape):
+            raise ValueError(f"shape={shape!r} must be a non-empty tuple of positive integers")
         n_classes = positive_int("n_classes", n_classes)
         if n_classes < 2:
             raise ValueError(f"n_classes={n_classes!r} must be an integer of at least 2")
-        self.n, self.shape, self.n_classes = n, tuple(shape), n_classes
+        self.n, self.shape, self.n_classes = n, tuple(int(size) for size in shape), n_classes
         self.load_s = non_negative_number("load_s", load_s)
         self.seed = non_negative_int("seed", seed)
 

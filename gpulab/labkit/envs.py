@@ -17,30 +17,19 @@ See also the chapter "Case study: AlphaGo-style reinforcement learning"
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import torch
 
-from gpulab._checks import choice, non_negative_int, positive_int
+from gpulab._checks import choice, flag, non_negative_int, positive_int, wrong_type
+from gpulab.measure.device import torch_device
 
 __all__ = ["LINES", "Rollout", "TicTacToe", "evaluate", "reference_step", "rollout"]
 
 #: The eight winning lines of a 3×3 board, cells numbered 0–8 row by row.
 LINES = ((0, 1, 2), (3, 4, 5), (6, 7, 8), (0, 3, 6), (1, 4, 7), (2, 5, 8), (0, 4, 8), (2, 4, 6))
 _OPPONENTS = ("random", "first")
-
-
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be True or False")
-    return value
-
-
-def _torch_device(device) -> torch.device:
-    try:
-        return torch.device(device)
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not a torch device: {exc}") from None
 
 
 def _wins(boards: torch.Tensor, lines: torch.Tensor, player: int) -> torch.Tensor:
@@ -100,8 +89,8 @@ class TicTacToe:
         self.n_envs = positive_int("n_envs", n_envs)
         self.opponent = choice("opponent", opponent, _OPPONENTS)
         seed = non_negative_int("seed", seed)
-        self.auto_reset = _flag("auto_reset", auto_reset)
-        self.device = _torch_device(device)
+        self.auto_reset = flag("auto_reset", auto_reset)
+        self.device = torch_device(device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
         self.lines = torch.tensor(LINES, device=self.device)
         self.boards = torch.zeros(n_envs, 9, dtype=torch.int8, device=self.device)
@@ -147,13 +136,15 @@ class TicTacToe:
         done : bool tensor, shape (n_envs,)
             True where this step ended the game.
         """
-        if not isinstance(actions, torch.Tensor) or actions.shape != (self.n_envs,):
-            shape = tuple(actions.shape) if isinstance(actions, torch.Tensor) else actions
-            raise ValueError(
-                f"actions={shape!r}: expected a tensor of shape ({self.n_envs},), one cell per game"
-            )
+        if not isinstance(actions, torch.Tensor):
+            raise wrong_type("actions", actions, f"a tensor of shape ({self.n_envs},)")
         if actions.is_floating_point() or actions.is_complex() or actions.dtype == torch.bool:
-            raise ValueError(f"actions has dtype {actions.dtype}; give integer cells 0-8")
+            raise TypeError(f"actions has dtype {actions.dtype}; give integer cells 0-8")
+        if actions.shape != (self.n_envs,):
+            raise ValueError(
+                f"actions={tuple(actions.shape)!r}: expected a tensor of shape ({self.n_envs},), "
+                "one cell per game"
+            )
         if actions.numel() and not bool(((actions >= 0) & (actions <= 8)).all()):
             raise ValueError(f"actions={actions.tolist()!r}: every cell must be 0-8")
         rows = torch.arange(self.n_envs, device=self.device)
@@ -203,10 +194,18 @@ def reference_step(board: list[int], action: int) -> tuple[list[int], float, boo
     >>> reference_step([1, 1, 0, -1, -1, 0, 0, 0, 0], 2)[1:]
     (1.0, True)
     """
+    if (
+        isinstance(board, str)
+        or not isinstance(board, Sequence)
+        or any(isinstance(c, bool) or not isinstance(c, int) for c in board)
+    ):
+        raise wrong_type("board", board, "a sequence of 9 cells, each -1, 0 or 1")
     board = list(board)
-    if len(board) != 9 or any(isinstance(c, bool) or c not in (-1, 0, 1) for c in board):
+    if len(board) != 9 or any(c not in (-1, 0, 1) for c in board):
         raise ValueError(f"board={board!r} must be 9 cells, each -1, 0 or 1")
-    if isinstance(action, bool) or not isinstance(action, int) or not 0 <= action <= 8:
+    if isinstance(action, bool) or not isinstance(action, int):
+        raise wrong_type("action", action, "a cell from 0 to 8")
+    if not 0 <= action <= 8:
         raise ValueError(f"action={action!r} must be a cell from 0 to 8")
     if board[action] != 0:
         return board, -1.0, True
@@ -253,11 +252,12 @@ def rollout(env: TicTacToe, policy, *, greedy: bool = False) -> Rollout:
     likely move is played with ``greedy=True``. ``env`` must have ``auto_reset=False``.
     """
     if not isinstance(env, TicTacToe):
-        raise ValueError(f"env={env!r} must be a TicTacToe")
+        raise wrong_type("env", env, "a TicTacToe")
     if env.auto_reset:
         raise ValueError("rollout needs TicTacToe(..., auto_reset=False): one game per env")
     if not callable(policy):
-        raise ValueError(f"policy={policy!r} must be callable: policy(obs, legal) -> logits")
+        raise wrong_type("policy", policy, "a callable: policy(obs, legal) -> logits")
+    flag("greedy", greedy)
     obs = env.reset()
     log_probs, actives = [], []
     returns = torch.zeros(env.n_envs, device=env.device)

@@ -28,11 +28,14 @@ from pathlib import Path
 
 from gpulab._checks import (
     choice,
+    flag,
     fraction,
     non_negative_int,
     non_negative_number,
     positive_int,
     positive_number,
+    text,
+    wrong_type,
 )
 from gpulab._checks import path as check_path
 from gpulab.units import format_bytes, format_duration
@@ -65,8 +68,7 @@ class DistPlan:
         choice("backend", self.backend, ("nccl", "gloo"))
         positive_int("nproc", self.nproc)
         choice("device", self.device, ("cuda", "cpu"))
-        if not isinstance(self.reason, str):
-            raise ValueError(f"reason={self.reason!r} must be a str")
+        text("reason", self.reason)
 
     @property
     def env(self) -> dict[str, str]:
@@ -120,8 +122,10 @@ class DistPlan:
 
         Raises
         ------
+        TypeError
+            For an argument of the wrong type (a float ``width``, a str ``share``).
         ValueError
-            If not even a width of 8 fits, or for a bad argument.
+            If not even a width of 8 fits, or for a value that is not allowed.
         """
         width = positive_int("width", width)
         layers = positive_int("layers", layers)
@@ -196,6 +200,15 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
     )
 
 
+def _environment(name: str, value) -> dict[str, str]:
+    """``value`` if it is a dict of str to str (environment variables); a TypeError if not."""
+    if not isinstance(value, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
+    ):
+        raise wrong_type(name, value, "a dict of str to str (environment variables), or None")
+    return value
+
+
 def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
     """The environment for a single-machine job: ``base`` plus what makes gloo reliable.
 
@@ -204,8 +217,8 @@ def launch_env(base: dict[str, str] | None = None) -> dict[str, str]:
     always works for processes on one machine, so ``GLOO_SOCKET_IFNAME=lo`` is set unless
     the caller set it. ``MASTER_ADDR`` defaults to ``127.0.0.1`` for the same reason.
     """
-    if base is not None and not isinstance(base, dict):
-        raise ValueError(f"base={base!r} must be a dict of environment variables or None")
+    if base is not None:
+        _environment("base", base)
     env = dict(os.environ if base is None else base)
     env.setdefault("MASTER_ADDR", "127.0.0.1")
     if sys.platform.startswith("linux") and Path("/sys/class/net/lo").exists():
@@ -247,17 +260,15 @@ class LaunchResult:
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, tuple) or not all(isinstance(c, str) for c in self.command):
-            raise ValueError(f"command={self.command!r} must be a tuple of str")
+            raise wrong_type("command", self.command, "a tuple of str")
         if self.returncode is not None and (
             isinstance(self.returncode, bool) or not isinstance(self.returncode, int)
         ):
-            raise ValueError(f"returncode={self.returncode!r} must be an int or None")
+            raise wrong_type("returncode", self.returncode, "an int or None")
         for name in ("stdout", "stderr", "message"):
-            if not isinstance(getattr(self, name), str):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be a str")
+            text(name, getattr(self, name))
         non_negative_number("elapsed_s", self.elapsed_s)
-        if not isinstance(self.timed_out, bool):
-            raise ValueError(f"timed_out={self.timed_out!r} must be True or False")
+        flag("timed_out", self.timed_out)
         if self.failed_rank is not None:
             non_negative_int("failed_rank", self.failed_rank)
 
@@ -363,7 +374,7 @@ def torchrun(
     nproc : int, optional
         Processes to start; default :func:`dist_plan`'s choice (one per GPU, or 2 on CPU).
     args : sequence of str
-        Arguments passed to the script.
+        Arguments passed to the script (numbers and paths are written out with ``str``).
     timeout_s : float
         Wall-clock limit for the whole job in seconds, start-up included: a finite number
         above 0 and at most 7 days. After it every process of
@@ -385,9 +396,14 @@ def torchrun(
 
     Raises
     ------
+    TypeError
+        For an argument of the wrong type: a ``script`` or ``cwd`` that is not a path, an
+        ``nproc`` that is not an int, a ``timeout_s`` that is not a number, ``args`` that
+        are not a sequence of str (or numbers), an ``env`` that is not a dict of str to str,
+        an ``echo`` that is not True or False.
     ValueError
-        For a script that does not exist or a bad ``nproc``, ``timeout_s`` (it must be a
-        finite number of seconds above 0), ``args``, ``env`` or ``cwd``. Every argument is
+        For a script or folder that does not exist, an ``nproc`` below 1, or a ``timeout_s``
+        that is not a finite number of seconds above 0 and at most 7 days. Every argument is
         checked before anything is started.
     """
     timeout_s = positive_number("timeout_s", timeout_s)
@@ -395,13 +411,17 @@ def torchrun(
         raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
     if nproc is not None:
         nproc = positive_int("nproc", nproc)
-    if isinstance(args, (str, bytes)) or not isinstance(args, Sequence):
-        raise ValueError(f"args={args!r} must be a sequence of str, e.g. ['--epochs', '2']")
-    if env is not None and (
-        not isinstance(env, dict)
-        or not all(isinstance(k, str) and isinstance(v, str) for k, v in env.items())
+    if (
+        isinstance(args, (str, bytes))
+        or not isinstance(args, Sequence)
+        or not all(
+            isinstance(a, (str, os.PathLike, int, float)) and not isinstance(a, bool) for a in args
+        )
     ):
-        raise ValueError(f"env={env!r} must be a dict of str to str, or None")
+        raise wrong_type("args", args, "a sequence of str, e.g. ['--epochs', '2']")
+    if env is not None:
+        _environment("env", env)
+    flag("echo", echo)
     if cwd is not None:
         check_path("cwd", os.fspath(cwd) if isinstance(cwd, os.PathLike) else cwd, kind="dir")
     script_path = check_path(

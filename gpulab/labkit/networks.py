@@ -22,7 +22,7 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gpulab._checks import non_negative_int, positive_int
+from gpulab._checks import flag, non_negative_int, positive_int, wrong_type
 
 __all__ = [
     "BERT_BASE",
@@ -50,14 +50,8 @@ def count_parameters(model: nn.Module) -> int:
     33
     """
     if not isinstance(model, nn.Module):
-        raise ValueError(f"model={model!r} must be a torch.nn.Module")
+        raise wrong_type("model", model, "a torch.nn.Module")
     return sum(p.numel() for p in model.parameters())
-
-
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise ValueError(f"{name}={value!r} must be True or False")
-    return value
 
 
 def _block_args(c_in, width, stride) -> None:
@@ -162,18 +156,19 @@ class ResNet(nn.Module):
     ):
         super().__init__()
         if not (isinstance(block, type) and issubclass(block, (BasicBlock, Bottleneck))):
-            raise ValueError(f"block={block!r} must be BasicBlock or Bottleneck")
+            raise wrong_type("block", block, "BasicBlock or Bottleneck (the class)")
         if (
             not isinstance(layers, Sequence)
             or isinstance(layers, str)
-            or len(layers) == 0
-            or any(isinstance(n, bool) or not isinstance(n, int) or n < 1 for n in layers)
+            or any(isinstance(n, bool) or not isinstance(n, int) for n in layers)
         ):
+            raise wrong_type("layers", layers, "a non-empty sequence of positive ints")
+        if len(layers) == 0 or any(n < 1 for n in layers):
             raise ValueError(f"layers={layers!r} must be a non-empty sequence of positive ints")
         positive_int("num_classes", num_classes)
         positive_int("in_channels", in_channels)
         positive_int("width", width)
-        _flag("small_input", small_input)
+        flag("small_input", small_input)
         if small_input:
             self.stem = nn.Sequential(
                 _conv3x3(in_channels, width), nn.BatchNorm2d(width), nn.ReLU(inplace=True)
@@ -302,8 +297,8 @@ class TransformerConfig:
         if self.hidden % self.heads:
             raise ValueError(f"heads={self.heads} must divide hidden={self.hidden}")
         non_negative_int("type_vocab_size", self.type_vocab_size)
-        _flag("pooler", self.pooler)
-        _flag("pre_ln", self.pre_ln)
+        flag("pooler", self.pooler)
+        flag("pre_ln", self.pre_ln)
 
 
 #: BERT-base (Devlin et al., 2019): L=12, H=768, A=12, WordPiece vocabulary of 30,522.
@@ -344,8 +339,8 @@ def transformer_param_count(config: TransformerConfig, mlm_head: bool = False) -
     (109482240, 85645056)
     """
     if not isinstance(config, TransformerConfig):
-        raise ValueError(f"config={config!r} must be a TransformerConfig")
-    _flag("mlm_head", mlm_head)
+        raise wrong_type("config", config, "a TransformerConfig")
+    flag("mlm_head", mlm_head)
     h, inter, n_layers = config.hidden, config.intermediate, config.layers
     embeddings = (config.vocab_size + config.max_positions + config.type_vocab_size) * h + 2 * h
     per_layer = 4 * (h * h + h) + (2 * h * inter + inter + h) + 4 * h
@@ -411,8 +406,8 @@ class TransformerEncoder(nn.Module):
 
     def __init__(self, config: TransformerConfig, mlm_head: bool = True):
         if not isinstance(config, TransformerConfig):
-            raise ValueError(f"config={config!r} must be a TransformerConfig")
-        _flag("mlm_head", mlm_head)
+            raise wrong_type("config", config, "a TransformerConfig")
+        flag("mlm_head", mlm_head)
         super().__init__()
         h = config.hidden
         self.config = config

@@ -16,7 +16,7 @@ import matplotlib as mpl
 import matplotlib.patches
 import numpy as np
 
-from gpulab._checks import choice, finite_number, positive_number, sentences
+from gpulab._checks import choice, finite_number, flag, positive_number, sentences, wrong_type
 from gpulab._checks import text as check_text
 from gpulab.hardware.specs import DeviceSpec, list_specs
 from gpulab.units import format_duration
@@ -96,10 +96,14 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
     choice("which", which, ("fp32", "tensor", "bandwidth"))
     if specs is None:
         specs = list_specs()
-    elif isinstance(specs, (str, DeviceSpec)) or not isinstance(specs, Sequence):
-        raise ValueError(f"specs={specs!r} must be a sequence of DeviceSpec, or None")
-    elif not all(isinstance(s, DeviceSpec) for s in specs):
-        raise ValueError("specs must hold only DeviceSpec entries (gl.get_spec finds them)")
+    elif (
+        isinstance(specs, (str, DeviceSpec))
+        or not isinstance(specs, Sequence)
+        or not all(isinstance(s, DeviceSpec) for s in specs)
+    ):
+        raise wrong_type(
+            "specs", specs, "a sequence of DeviceSpec (gl.get_spec finds them), or None"
+        )
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -165,19 +169,24 @@ def plot_measured_vs_predicted(
     """
     for name, seq in (("labels", labels), ("values", values), ("predicted", predicted)):
         if isinstance(seq, (str, bytes)) or not isinstance(seq, (Sequence, np.ndarray)):
-            raise ValueError(f"{name}={seq!r} must be a sequence with one entry per bar")
+            raise wrong_type(name, seq, "a sequence with one entry per bar")
+    flag("log", log)
+    flag("legend", legend)
     if not len(labels) == len(values) == len(predicted):
-        raise ValueError("labels, values and predicted must have the same length")
+        raise ValueError(
+            f"labels, values and predicted must have the same length, not {len(labels)}, "
+            f"{len(values)} and {len(predicted)}"
+        )
     for i, value in enumerate(values):
         if log:
             positive_number(f"values[{i}]", value)
         elif finite_number(f"values[{i}]", value) < 0:
             raise ValueError(f"values[{i}]={value!r} must be 0 or more")
-    for i, flag in enumerate(predicted):
-        if not isinstance(flag, (bool, np.bool_)):
-            raise ValueError(f"predicted[{i}]={flag!r} must be True or False")
+    for i, is_pred in enumerate(predicted):
+        if not isinstance(is_pred, (bool, np.bool_)):
+            raise wrong_type(f"predicted[{i}]", is_pred, "True or False")
     if not isinstance(unit, str):
-        raise ValueError(f"unit={unit!r} must be a str such as 'GFLOP/s'")
+        raise wrong_type("unit", unit, "a str such as 'GFLOP/s'")
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -220,7 +229,7 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
     """
     fontsize = positive_number("fontsize", fontsize)
     if not hasattr(ax, "texts") or not hasattr(ax, "figure"):
-        raise ValueError(f"ax={ax!r} must be a matplotlib Axes")
+        raise wrong_type("ax", ax, "a matplotlib Axes")
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -265,6 +274,19 @@ _MINUTE, _HOUR, _DAY, _YEAR = 60.0, 3600.0, 86400.0, 365.25 * 86400.0
 _PARAMETER = {"measured": "measured", "prediction": "predictions", "published": "published"}
 
 
+def _labelled_values(name: str, value) -> None:
+    """A TypeError unless ``value`` is a mapping with str labels (its values are checked
+    where they are read, each by its label)."""
+    if not isinstance(value, Mapping):
+        raise wrong_type(name, value, "a mapping of label (str) to value")
+    for label in value:
+        if not isinstance(label, str):
+            raise TypeError(
+                f"{name}={dict(value)!r} must have str labels, not {type(label).__name__} "
+                f"({label!r})"
+            )
+
+
 def plot_extrapolation(
     measured: Mapping[str, float],
     predictions: Mapping[str, float],
@@ -301,14 +323,13 @@ def plot_extrapolation(
     -------
     matplotlib Axes
     """
-    choice("durations", durations, (True, False))
+    flag("durations", durations)
     check_text("xlabel", xlabel)
     check_text("title", title, optional=True)
     for parameter, value in (("measured", measured), ("predictions", predictions)):
-        if not isinstance(value, Mapping):
-            raise ValueError(f"{parameter}={value!r} must be a mapping of label to value")
-    if published is not None and not isinstance(published, Mapping):
-        raise ValueError(f"published={published!r} must be a mapping of label to value")
+        _labelled_values(parameter, value)
+    if published is not None:
+        _labelled_values("published", published)
     published = dict(published or {})
     groups = [
         ("measured", dict(measured)),

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from gpulab._checks import positive_number, text
+from gpulab._checks import flag, positive_number, text, wrong_type
 from gpulab.measure.bench import BenchResult
 
 __all__ = ["Scoreboard", "ScoreboardRow"]
@@ -45,6 +45,20 @@ class ScoreboardRow:
     kept: bool
     note: str = ""
 
+    def __post_init__(self) -> None:
+        text("name", self.name)
+        _bench_result("measured", self.measured)
+        for name in ("predicted", "speedup", "total"):
+            if getattr(self, name) is not None:
+                positive_number(name, getattr(self, name))
+        flag("kept", self.kept)
+        text("note", self.note, optional=True)
+
+
+def _bench_result(name: str, value) -> None:
+    if value is not None and not isinstance(value, BenchResult):
+        raise wrong_type(name, value, "a BenchResult (gl.benchmark) or None")
+
 
 class Scoreboard:
     """Predicted against measured speed-up, fix by fix, starting from a measured baseline.
@@ -67,7 +81,7 @@ class Scoreboard:
 
     def __init__(self, baseline: BenchResult, label: str = "baseline"):
         if not isinstance(baseline, BenchResult):
-            raise ValueError(f"baseline={baseline!r} must be a BenchResult (gl.benchmark)")
+            raise wrong_type("baseline", baseline, "a BenchResult (gl.benchmark)")
         text("label", label)
         self.baseline = baseline
         self.rows: list[ScoreboardRow] = [ScoreboardRow(label, None, baseline, None, 1.0, True, "")]
@@ -107,12 +121,10 @@ class Scoreboard:
         """
         text("name", name)
         text("note", note, optional=True)
-        if measured is not None and not isinstance(measured, BenchResult):
-            raise ValueError(f"measured={measured!r} must be a BenchResult or None")
+        _bench_result("measured", measured)
         if predicted is not None:
             predicted = positive_number("predicted", predicted)
-        if not isinstance(keep, bool):
-            raise ValueError(f"keep={keep!r} must be True or False")
+        flag("keep", keep)
         if measured is None and predicted is None:
             raise ValueError(f"{name!r}: give a measurement, a prediction or both")
         speedup = total = None

@@ -21,9 +21,17 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from numbers import Real
 
-from gpulab._checks import choice, non_negative_int, non_negative_number, positive_int, text
+from gpulab._checks import (
+    choice,
+    flag,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    text,
+    wrong_type,
+)
 from gpulab.measure.bench import synchronize
-from gpulab.measure.device import best_device
+from gpulab.measure.device import torch_device
 
 __all__ = ["TrainStats", "train"]
 
@@ -89,7 +97,7 @@ class TrainStats:
         if not isinstance(self.losses, list) or not all(
             isinstance(v, Real) and not isinstance(v, bool) for v in self.losses
         ):
-            raise ValueError(f"losses={self.losses!r} must be a list of numbers")
+            raise wrong_type("losses", self.losses, "a list of numbers")
 
     @property
     def timed_samples(self) -> int:
@@ -145,19 +153,27 @@ def _to(inputs, device):
 def _batch_size(inputs) -> int:
     import torch
 
-    first = inputs[0] if isinstance(inputs, tuple | list) else inputs
-    if not isinstance(first, torch.Tensor) or first.dim() == 0:
+    first = inputs[0] if isinstance(inputs, tuple | list) and inputs else inputs
+    if not isinstance(first, torch.Tensor):
+        raise TypeError(
+            "each batch's inputs must be a tensor (or tuple of tensors) with a batch dim, "
+            f"not {type(first).__name__}"
+        )
+    if first.dim() == 0:
         raise ValueError(
-            "each batch's inputs must be a tensor (or tuple of tensors) with a batch dim"
+            "each batch's inputs must be a tensor (or tuple of tensors) with a batch dim, "
+            "not a 0-dimensional tensor"
         )
     return int(first.shape[0])
 
 
 def _unpack(batch) -> tuple:
-    if not isinstance(batch, tuple | list) or len(batch) != 2:
+    if not isinstance(batch, tuple | list):
+        raise TypeError(f"each batch must be a pair (inputs, targets), not {type(batch).__name__}")
+    if len(batch) != 2:
         raise ValueError(
-            f"each batch must be a pair (inputs, targets); got {type(batch).__name__}"
-            + (f" of length {len(batch)}" if isinstance(batch, tuple | list) else "")
+            f"each batch must be a pair (inputs, targets); got a {type(batch).__name__} "
+            f"of length {len(batch)}"
         )
     return batch[0], batch[1]
 
@@ -235,10 +251,16 @@ def train(
 
     Raises
     ------
+    TypeError
+        For an argument of the wrong type: a ``model`` that is not a torch module, an
+        ``optimizer`` that is not an optimizer, ``batches`` that are not iterable, a count
+        that is not an int, a ``device`` that is not a str or torch.device, a ``progress``
+        that is not True or False; also for a batch that is not an ``(inputs, targets)``
+        pair of tensors.
     ValueError
         For a non-positive ``epochs``/``accumulation_steps``/``max_steps``, a negative
-        ``warmup_steps``, an unknown ``precision``, a one-shot iterator with ``epochs > 1``,
-        no batches, or a batch that is not an ``(inputs, targets)`` pair.
+        ``warmup_steps``, an unknown ``precision`` or device name, a one-shot iterator with
+        ``epochs > 1``, no batches, or a batch of the wrong length.
 
     Examples
     --------
@@ -262,22 +284,20 @@ def train(
     dtype = _autocast_dtype(precision)
     text("desc", desc)
     if not isinstance(batches, Iterable):
-        raise ValueError(f"batches={batches!r} must be an iterable of (inputs, targets) pairs")
-    if not isinstance(progress, bool):
-        raise ValueError(f"progress={progress!r} must be True or False")
+        raise wrong_type("batches", batches, "an iterable of (inputs, targets) pairs")
+    flag("progress", progress)
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+        raise wrong_type("model", model, "a torch.nn.Module")
     if not (hasattr(optimizer, "step") and hasattr(optimizer, "zero_grad")):
-        raise ValueError(f"optimizer={optimizer!r} must be a torch.optim.Optimizer")
+        raise wrong_type("optimizer", optimizer, "a torch.optim.Optimizer")
+    if loss_fn is not None and not callable(loss_fn):
+        raise wrong_type("loss_fn", loss_fn, "a callable loss_fn(outputs, targets), or None")
     if isinstance(batches, Iterator) and epochs > 1:
         raise ValueError(
             f"batches is a one-shot iterator but epochs={epochs}: pass a list or a DataLoader"
         )
     loss_fn = loss_fn or F.cross_entropy
-    try:
-        device = torch.device(device) if device is not None else best_device()
-    except (RuntimeError, TypeError) as exc:
-        raise ValueError(f"device={device!r} is not a torch device: {exc}") from None
+    device = torch_device(device)
     model.to(device)
     model.train()
     autocast = (

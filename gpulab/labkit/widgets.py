@@ -16,8 +16,9 @@
                              (:func:`gpulab.suggest_parallelism`)
 ===========================  ==============================================================
 
-All of them behave alike. They check their arguments first (bad input raises ``ValueError``,
-device names are looked up as forgivingly as everywhere else, so ``"h100 sxm"`` works).
+All of them behave alike. They check their arguments first (a value of the wrong type raises
+``TypeError``, a bad value ``ValueError``; device names are looked up as forgivingly as
+everywhere else, so ``"h100 sxm"`` works).
 They return an ``ipywidgets.VBox`` whose output area already shows the report for the values
 given, so a recorded notebook shows a useful answer, and which follows the controls. Without
 ipywidgets, each prints one sentence saying so and how to get it, then that same report, and
@@ -30,8 +31,9 @@ import base64
 import io
 import math
 
-from gpulab._checks import choice, non_negative_int, positive_int, positive_number
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number, wrong_type
 from gpulab.costmodels.training_time import DEFAULT_UTILISATION
+from gpulab.hardware.interconnects import resolve_link
 from gpulab.hardware.specs import resolve_spec
 
 __all__ = [
@@ -128,7 +130,7 @@ def chooser_widget(
 
     Parameters
     ----------
-    model : str or int
+    model : str, NamedModel or int
         A named model (:data:`gpulab.NAMED_MODELS`) or a parameter count ("custom").
     precision, optimizer, batch_size, seq_len, image_size, samples_per_epoch, utilisation, \
 price_per_hour
@@ -146,9 +148,15 @@ price_per_hour
     """
     from gpulab.costmodels.chooser import plan_training
     from gpulab.costmodels.memory import OPTIMIZERS
-    from gpulab.costmodels.published_models import NAMED_MODELS
+    from gpulab.costmodels.published_models import NAMED_MODELS, NamedModel, resolve_model
     from gpulab.hardware.precision import TRAINING_PRECISIONS
 
+    if isinstance(model, str):
+        resolve_model("model", model)
+    elif isinstance(model, int) and not isinstance(model, bool):
+        positive_int("model", model)
+    elif not isinstance(model, NamedModel):
+        raise wrong_type("model", model, "a named model (gl.NAMED_MODELS) or a parameter count")
     first = plan_training(
         model, precision=precision, optimizer=optimizer, batch_size=batch_size,
         seq_len=seq_len, image_size=image_size, samples_per_epoch=samples_per_epoch,
@@ -622,7 +630,7 @@ def parallelism_calculator(
     ipywidgets.VBox or None
         The controls and an output area with the report (None without ipywidgets).
     """
-    from gpulab.hardware.interconnects import interconnect, list_interconnects
+    from gpulab.hardware.interconnects import list_interconnects
     from gpulab.hardware.specs import list_specs
 
     n_params = positive_number("n_params", n_params)
@@ -630,13 +638,8 @@ def parallelism_calculator(
                         ("n_gpus", n_gpus)):  # fmt: skip
         positive_int(name, value)
     spec = resolve_spec("spec", spec)
-    for name, value in (("node_link", node_link), ("network", network)):
-        if not isinstance(value, str):
-            raise ValueError(f"{name}={value!r} must be an interconnect name")
-        try:
-            interconnect(value)
-        except ValueError as exc:
-            raise ValueError(f"{name}={value!r}: {exc}") from None
+    node_link = resolve_link("node_link", node_link).name
+    network = resolve_link("network", network).name
     start = (n_params, layers, hidden, seq_len, n_gpus, spec.name, node_link, network)
     first = _parallelism_report(*start)
     w = _ipywidgets()
@@ -657,9 +660,9 @@ def parallelism_calculator(
         _control(w, w.SelectionSlider, "GPUs", n_gpus,
                  options=sorted({2**k for k in range(0, 17)} | {n_gpus})),
         _control(w, w.Dropdown, "GPU", spec.name, options=sorted(set(gpus) | {spec.name})),
-        _control(w, w.Dropdown, "Link inside a node", interconnect(node_link).name,
+        _control(w, w.Dropdown, "Link inside a node", node_link,
                  options=links),
-        _control(w, w.Dropdown, "Network between nodes", interconnect(network).name,
+        _control(w, w.Dropdown, "Network between nodes", network,
                  options=links),
     ]  # fmt: skip
     out = w.Output()

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-_MODULES = ('bench', 'bench_report', 'cpu', 'device', 'energy', 'provenance')
+_MODULES = ("bench", "bench_report", "cpu", "device", "energy", "provenance")
 
 
 def __getattr__(name: str):

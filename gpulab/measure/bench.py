@@ -28,6 +28,7 @@ from gpulab._checks import (
     positive_int,
     positive_number,
     text,
+    wrong_type,
 )
 from gpulab.units import format_duration
 
@@ -60,7 +61,7 @@ class BenchResult:
 
     def __post_init__(self) -> None:
         if isinstance(self.times_s, (str, bytes)) or not hasattr(self.times_s, "__len__"):
-            raise ValueError(f"times_s={self.times_s!r} must be a sequence of seconds")
+            raise wrong_type("times_s", self.times_s, "a sequence of seconds")
         if len(self.times_s) == 0:
             raise ValueError("times_s=() is empty: at least one measured block is needed")
         for i, t in enumerate(self.times_s):
@@ -193,8 +194,7 @@ def benchmark(
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
     warmup = non_negative_int("warmup", warmup)
     n_repeat = positive_int("n_repeat", n_repeat)
-    if not isinstance(label, str):
-        raise ValueError(f"label={label!r} must be a str")
+    text("label", label)
     if num_threads is not None:
         num_threads = positive_int("num_threads", num_threads)
     if backend == "cupy":
@@ -266,8 +266,7 @@ def timer(label: str = "", *, verbose: bool = True):
     >>> t.elapsed_s >= 0.01
     True
     """
-    if not isinstance(label, str):
-        raise ValueError(f"label={label!r} must be a str")
+    text("label", label)
     flag("verbose", verbose)
     return _timed(label, verbose)
 

@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from importlib import resources
 
-from gpulab._checks import flag, text
+from gpulab._checks import flag, text, wrong_type
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 from gpulab.measure.device import supported_precisions, tf32
 
@@ -61,6 +61,8 @@ def bench_schema() -> dict:
 def validate_report(report: dict, source: str = "report") -> None:
     """Raise ``ValueError`` naming every way ``report`` breaks the schema.
 
+    A ``report`` that is not a dict at all raises ``TypeError``.
+
     Parameters
     ----------
     report : dict
@@ -82,6 +84,8 @@ required property; (top level): 'reference' is a required property
     from jsonschema import Draft202012Validator
 
     text("source", source)
+    if not isinstance(report, dict):
+        raise wrong_type("report", report, "a dict (a benchmark report, as JSON)")
     validator = Draft202012Validator(bench_schema())
     errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
     if errors:
@@ -121,7 +125,7 @@ def reference_for(info) -> dict:
     from gpulab.measure.device import DeviceInfo
 
     if not isinstance(info, DeviceInfo):
-        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
+        raise wrong_type("info", info, "a DeviceInfo (gl.detect_device())")
     if info.kind == "cpu":
         try:
             peak = estimate_cpu_peak()
@@ -203,8 +207,6 @@ def _problem_sizes(device, quick: bool) -> dict[str, int]:
         "copy_bytes": _SIZES[kind]["copy_bytes"][pick],
         "transfer_bytes": _TRANSFER_BYTES[pick],
     }
-
-
 
 
 def _matmuls(torch, device, n: int, bench: Callable, support: dict) -> tuple[list, list]:
@@ -289,10 +291,9 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     from gpulab.measure.provenance import provenance
 
     flag("quick", quick)
-    if not isinstance(notes, str):
-        raise ValueError(f"notes={notes!r} must be a str")
+    text("notes", notes)
     if progress is not None and not callable(progress):
-        raise ValueError(f"progress={progress!r} must be a callable such as print, or None")
+        raise wrong_type("progress", progress, "a callable such as print, or None")
     info = detect_device()
     device = best_device()
     sizes = _problem_sizes(device, quick)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulab._checks import positive_int, positive_number, text
+from gpulab._checks import positive_int, positive_number, text, wrong_type
 from gpulab.units import format_rate
 
 __all__ = ["CpuPeak", "cpu_model", "cpu_cores", "estimate_cpu_peak", "measure_memory_bandwidth"]
@@ -241,7 +241,7 @@ def estimate_cpu_peak(
     if flags is None:
         flags = set((_cpuinfo_field("flags") or _cpuinfo_field("Features") or "").split())
     elif not isinstance(flags, set | frozenset) or not all(isinstance(f, str) for f in flags):
-        raise ValueError(f"flags={flags!r} must be a set of str such as {{'avx2', 'fma'}}")
+        raise wrong_type("flags", flags, "a set of str such as {'avx2', 'fma'}")
     isa, bits = _vector_unit(flags)
     per_cycle = (bits // 32) * 2 * fma_units
     return CpuPeak(

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TypeVar
 
-from gpulab._checks import choice, flag, non_negative_int, positive_int, text
+from gpulab._checks import choice, flag, non_negative_int, positive_int, text, wrong_type
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 from gpulab.measure.cpu import cpu_cores, cpu_model
 from gpulab.units import format_bytes
@@ -110,22 +110,24 @@ class DeviceInfo:
         ):  # fmt: skip
             text(name, getattr(self, name), optional=True)
         cc = self.compute_capability
-        if cc is not None and not (
-            isinstance(cc, tuple) and len(cc) == 2 and all(_is_count(v) for v in cc)
-        ):
-            raise ValueError(f"compute_capability={cc!r} must be a (major, minor) pair of ints")
+        if cc is not None:
+            if not isinstance(cc, tuple) or not all(_is_number(v) for v in cc):
+                raise wrong_type("compute_capability", cc, "a (major, minor) pair of ints")
+            if len(cc) != 2 or not all(_is_count(v) for v in cc):
+                raise ValueError(
+                    f"compute_capability={cc!r} must be a (major, minor) pair of ints of 0 or more"
+                )
         for name in ("memory_bytes", "sm_count"):
             if getattr(self, name) is not None:
                 positive_int(name, getattr(self, name))
         non_negative_int("n_gpus", self.n_gpus)
         positive_int("cpu_cores", self.cpu_cores)
         for name in ("cupy_usable", "in_colab"):
-            if not isinstance(getattr(self, name), bool):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be True or False")
+            flag(name, getattr(self, name))
         if not isinstance(self.problems, tuple) or not all(
             isinstance(p, str) for p in self.problems
         ):
-            raise ValueError(f"problems={self.problems!r} must be a tuple of sentences (str)")
+            raise wrong_type("problems", self.problems, "a tuple of sentences (str)")
 
     @property
     def is_gpu(self) -> bool:
@@ -138,6 +140,10 @@ class DeviceInfo:
         if self.kind == "cpu":
             where = f"CPU only: {self.cpu_model}, {self.cpu_cores} cores"
         return f"{where}; torch {self.torch_version or 'not installed'}"
+
+
+def _is_number(value) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _is_count(value) -> bool:
@@ -304,7 +310,7 @@ def torch_device(device=None, *, name: str = "device"):
 
 def _check_info(info) -> DeviceInfo:
     if not isinstance(info, DeviceInfo):
-        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device())")
+        raise wrong_type("info", info, "a DeviceInfo (gl.detect_device())")
     return info
 
 
@@ -413,7 +419,7 @@ def doctor(info: DeviceInfo | None = None, file=None) -> DeviceInfo:
     """
     info = detect_device() if info is None else _check_info(info)
     if file is not None and not hasattr(file, "write"):
-        raise ValueError(f"file={file!r} must be a writable file-like object, or None")
+        raise wrong_type("file", file, "a writable file-like object, or None")
     print(_report(info), file=file or sys.stdout)
     return info
 
@@ -551,8 +557,10 @@ def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
 
     Raises
     ------
+    TypeError
+        For a ``device`` that is not a str, a torch.device, a DeviceInfo or None.
     ValueError
-        For a device that is none of CPU, CUDA or MPS.
+        For a device name that is none of CPU, CUDA or MPS (see :func:`torch_device`).
 
     Examples
     --------

@@ -29,8 +29,9 @@ import threading
 import time
 from dataclasses import dataclass
 
-from gpulab._checks import flag, positive_int, positive_number, text
+from gpulab._checks import flag, positive_int, positive_number, text, wrong_type
 from gpulab.hardware.specs import resolve_spec
+from gpulab.measure.device import torch_device
 from gpulab.units import format_duration
 
 __all__ = [
@@ -111,8 +112,9 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
 
     Parameters
     ----------
-    device : {"cpu", "cuda", "mps"} or str
-        Kind of device the work runs on.
+    device : {"cpu", "cuda", "cuda:N", "mps"} or torch.device
+        The device the work runs on (checked by :func:`gpulab.measure.device.torch_device`;
+        None means :func:`gpulab.best_device`).
     spec : DeviceSpec or str, optional
         A registry entry or its name (``gl.get_spec``): use its TDP (board power for GPUs, socket
         TDP for CPUs). For a CPU socket, the TDP is scaled to ``cores`` out of its cores.
@@ -134,7 +136,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
     """
     from gpulab.measure.cpu import cores_for_peak
 
-    kind = str(device).split(":")[0]
+    kind = torch_device(device).type
     if cores is not None:
         positive_int("cores", cores)
     if spec is not None:
@@ -198,14 +200,9 @@ def _default_nvml():
 
 
 def _parse_device(device) -> tuple[str, int]:
-    """("cuda", 1) for "cuda:1" or torch.device("cuda", 1); a ValueError for anything else."""
-    kind, _, index = str(device).partition(":")
-    if kind not in ("cpu", "cuda", "mps"):
-        raise ValueError(f"device={device!r} is not known; use 'cpu', 'cuda', 'cuda:N' or None")
-    if index and not index.isdigit():
-        raise ValueError(f"device={device!r}: the index after ':' must be a number")
-    torch_index = None if isinstance(device, str) else getattr(device, "index", None)
-    return kind, int(index or torch_index or 0)
+    """("cuda", 1) for "cuda:1" or torch.device("cuda", 1), checked by :func:`torch_device`."""
+    dev = torch_device(device)
+    return dev.type, dev.index or 0
 
 
 class EnergyMeter:
@@ -242,7 +239,7 @@ class EnergyMeter:
     ):
         interval_s = positive_number("interval_s", interval_s)
         if warmup is not None and not callable(warmup):
-            raise ValueError(f"warmup={warmup!r} must be a callable taking no arguments, or None")
+            raise wrong_type("warmup", warmup, "a callable taking no arguments, or None")
         if cores is not None:
             positive_int("cores", cores)
         flag("verbose", verbose)
@@ -300,12 +297,7 @@ class EnergyMeter:
 
     # --- choosing a method -------------------------------------------------------------
     def _device_kind(self) -> tuple[str, int]:
-        device = self._device
-        if device is None:
-            from gpulab.measure.device import best_device
-
-            device = best_device()
-        return _parse_device(device)
+        return _parse_device(self._device)  # None: the best device present now
 
     def _try_nvml(self, index: int) -> bool:
         """Set up the counter or sampling method; False (with reasons noted) if neither works."""

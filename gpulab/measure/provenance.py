@@ -9,9 +9,10 @@ from __future__ import annotations
 import datetime as _dt
 import random
 
-from gpulab._checks import non_negative_int
+from gpulab._checks import non_negative_int, wrong_type
 
 _MAX_SEED = 2**32 - 1
+_REQUIRED = ("date", "device", "gpulab", "python")  # what provenance_line writes out
 
 __all__ = ["provenance", "provenance_line", "seed_everything"]
 
@@ -28,7 +29,7 @@ def provenance(info=None) -> dict:
     from gpulab.measure.device import DeviceInfo, detect_device
 
     if info is not None and not isinstance(info, DeviceInfo):
-        raise ValueError(f"info={info!r} must be a DeviceInfo (gl.detect_device()) or None")
+        raise wrong_type("info", info, "a DeviceInfo (gl.detect_device()) or None")
     info = detect_device() if info is None else info
     return {
         "device": info.summary(),
@@ -58,10 +59,13 @@ def provenance_line(record: dict | None = None) -> str:
     """
     rec = provenance() if record is None else record
     if not isinstance(rec, dict):
-        raise ValueError(f"record={record!r} must be a dict from gl.provenance() or None")
-    missing = [key for key in ("date", "device", "gpulab", "python") if key not in rec]
+        raise wrong_type("record", record, "a dict from gl.provenance() or None")
+    missing = [key for key in _REQUIRED if key not in rec]
     if missing:
         raise ValueError(f"record={record!r} lacks {', '.join(missing)}; gl.provenance() has them")
+    for key in _REQUIRED:
+        if not isinstance(rec[key], str):
+            raise wrong_type(f"record[{key!r}]", rec[key], "a str")
     cupy = rec.get("cupy") or "not installed"
     return (
         f"Outputs recorded on {rec['date']} on {rec['device']}; CuPy {cupy}; "
