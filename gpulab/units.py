@@ -6,7 +6,7 @@ here, so the same quantity reads the same in every chapter and lab.
 
 from __future__ import annotations
 
-from gpulab._checks import finite_number, non_negative_number
+from gpulab._checks import finite_number, non_negative_number, wrong_type
 
 __all__ = ["format_bytes", "format_duration", "format_rate"]
 
@@ -88,7 +88,9 @@ def format_rate(value: float, unit: str) -> str:
     '1.23 ksamples/s'
     """
     value = finite_number("value", value)
-    if not isinstance(unit, str) or not unit:
+    if not isinstance(unit, str):
+        raise wrong_type("unit", unit, "a unit such as 'FLOP/s' or 'B/s'")
+    if not unit:
         raise ValueError(f"unit={unit!r} must be a unit such as 'FLOP/s' or 'B/s'")
     for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3)):
         if abs(value) >= scale:

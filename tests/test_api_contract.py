@@ -485,9 +485,11 @@ BASELINES = {
     # ---- look-ups shared between modules
     "lookup": lambda: (("T4",), {}),
     "match_driver_name": lambda: (("NVIDIA A100-SXM4-80GB",), {}),
-    "resolve_spec": lambda: (("spec", "T4"), {}),
-    "resolve_link": lambda: (("link", "PCIe 4"), {}),
-    "resolve_model": lambda: (("model", "BERT-base"), {}),
+    # The look-ups name the parameter they are told to (their first argument): given their
+    # own parameter's name, the message must name it.
+    "resolve_spec": lambda: (("value", "T4"), {}),
+    "resolve_link": lambda: (("name", "PCIe 4"), {}),
+    "resolve_model": lambda: (("name", "BERT-base"), {}),
     "named_model_or_none": lambda: (("BERT-base",), {}),
     "torch_device": lambda: ((), dict(device="cpu")),
     "dispatch_mode_class": lambda: ((), {}),
@@ -629,18 +631,18 @@ KINDS: dict[str, dict] = {
     "pipeline_bubble": {"n_stages": "count", "n_microbatches": "count"},
     "sharded_memory": {
         "n_gpus": "count",
-        "stage": [4, -1, 1.0, True, "2", NAN],
+        "stage": "count0",  # 0 to 3; stage=4 is in tests/test_parallel.py
         "param_bytes": "nonneg",
         "grad_bytes": "nonneg",
         "optimizer_bytes": "nonneg",
     },
-    "ShardedMemory": {"n_gpus": "count", "stage": [4, -1, 1.0, True, "2", NAN]},
+    "ShardedMemory": {"n_gpus": "count", "stage": "count0"},
     "context_parallel_bytes": {
         "batch_size": "count",
         "seq_len": "count",
         "kv_hidden": "count",
         "n_gpus": "count",
-        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "bytes_per_value": "count",  # 1, 2, 4 or 8; 3 is in tests/test_parallelism.py
         "backward": [1, "yes", None],
     },  # fmt: skip
     "expert_parallel_bytes": {
@@ -648,7 +650,7 @@ KINDS: dict[str, dict] = {
         "hidden": "count",
         "n_gpus": "count",
         "top_k": "count",
-        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "bytes_per_value": "count",  # 1, 2, 4 or 8; 3 is in tests/test_parallelism.py
         "backward": [1, "yes", None],
     },  # fmt: skip
     "layer_activation_bytes": {
@@ -662,7 +664,7 @@ KINDS: dict[str, dict] = {
     "pipeline_inflight_microbatches": {
         "n_stages": "count",
         "n_microbatches": "count",
-        "stage": [2, -1, 1.0, True, "0"],
+        "stage": "count0",  # below n_stages; stage=2 of 2 is in tests/test_parallelism.py
     },  # fmt: skip
     "tensor_parallel_comm": {
         "batch_size": "count",
@@ -670,7 +672,7 @@ KINDS: dict[str, dict] = {
         "hidden": "count",
         "n_gpus": "count",
         "layers": "count",
-        "bytes_per_value": [3, 0, 2.0, True, "2"],
+        "bytes_per_value": "count",  # 1, 2, 4 or 8; 3 is in tests/test_parallelism.py
     },  # fmt: skip
     "TensorParallelComm": {"n_allreduces": "count0", "message_bytes": "count0"},
     "suggest_parallelism": {
@@ -690,7 +692,7 @@ KINDS: dict[str, dict] = {
         "context": "count",
         "data": "count",
         "memory_bytes": "pos",
-        "lines": [42, "x", (1, 2), ["a"]],
+        "lines": [42, "x", ("a", 2), ["a"]],
     },  # fmt: skip
     "mfu": {
         "model_flops_per_step": "pos",
@@ -707,7 +709,7 @@ KINDS: dict[str, dict] = {
     "recompute_flops": {"model_flops_per_step": "pos", "recomputed_fraction": "frac"},
     "scaling_curve": {
         "compute_s": "pos",
-        "n_gpus": [[1, 0], [2.5], 8, [], ["2"], [True], "8"],
+        "n_gpus": [[1, 0], [1, -2], 8, [], ["2"], [True], "8"],
         "link": "link",
         "overlap": "frac",
         "alpha_s": "nonneg",
@@ -772,9 +774,7 @@ KINDS: dict[str, dict] = {
         "shape": [(), (0,), (2.5,), (True,), 3, "3"],
         "n_classes": "count",
     },
-    "ThreadContext": {
-        k: [(0, 0, 0), "x"] for k in ("blockIdx", "threadIdx", "blockDim", "gridDim")
-    },
+    "ThreadContext": {k: ["x", 42, None] for k in ("blockIdx", "threadIdx", "blockDim", "gridDim")},
     "launch": {"kernel": [42], "grid": "count", "block": "count"},
     "thread_map": {"n": "count", "block": "count"},
     "simulate": {"kernel": [42, "copy"], "grid": "count", "block": "count"},
@@ -802,7 +802,7 @@ KINDS: dict[str, dict] = {
     "tidy_point_labels": {"ax": [None, 42], "fontsize": "pos"},
     "draw_ring_allreduce": {"n_gpus": "count", "seed": "count0"},
     "draw_tree_vs_ring": {"link": "link", "n_gpus": "count"},
-    "simulate_ring_allreduce": {"values": [[1.0, 2.0], [[1.0, NAN], [1.0, 2.0]], "ab", 42]},
+    "simulate_ring_allreduce": {"values": [[1.0, 2.0], [[1.0, True], [1.0, 2.0]], "ab", 42]},
     "draw_memory_ladder": {"spec": "spec"},
     "draw_sm_anatomy": {"spec": "spec", "other": "spec"},
     "memory_ladder": {"spec": "spec"},
@@ -843,9 +843,11 @@ KINDS: dict[str, dict] = {
         "n_microbatches": "count",
         "comm_s": "nonneg",
     },
+    # counts, not real numbers ("seq" would expect ValueError for a float element)
+    "PipelineSchedule": {"peak_in_flight": [8, "8", (1, -1), (True,), ("8",), (2, None)]},
     "stage_times_from_measurement": {
         "step_s": "pos",
-        "bubble": [1.0, -0.1, NAN, True, "0.5"],
+        "bubble": "frac",  # below 1; bubble=1.0 is in tests/test_parallel.py
         "n_microbatches": "count",
         "n_stages": "count",
         "backward_ratio": "pos",
@@ -856,7 +858,7 @@ KINDS: dict[str, dict] = {
     },
     "seed_everything": {"seed": "count0"},
     "setup_lab": {"seed": "count0"},
-    "format_rate": {"value": "real", "unit": [42, ""]},
+    "format_rate": {"value": "real", "unit": "text"},  # unit="" is in tests/test_units.py
     # ---- other modules
     "benchmark": {
         "fn": [42],
@@ -920,7 +922,7 @@ KINDS: dict[str, dict] = {
         "price_per_hour": "pos",
     },
     "epoch_seconds": {"spec": "spec", "utilisation": "frac_open", "precision": "choice"},
-    "get_model": {"name": ["GPT-9", 42]},
+    "get_model": {"name": "choice"},
     "NamedModel": {
         "family": "choice",
         "n_params": "count",
@@ -932,20 +934,22 @@ KINDS: dict[str, dict] = {
         "forward_flops": "pos",
     },
     "plan_training": {
-        "model": ["GPT-9", -1, True],
+        # a name or an int; model="GPT-9" and model=-1 are in tests/test_chooser.py
+        "model": [True, 2.5, NAN, None, ["BERT-base"]],
         "batch_size": "count",
         "seq_len": "count",
         "image_size": "count",
         "samples_per_epoch": "count",
         "utilisation": "frac_open",
         "price_per_hour": "pos",
-        "specs": [["Z9000"], 42],
+        "specs": [["T4", 42], 42],
         "activations_bytes": "count0",
         "headroom": "frac_open",
     },
     "run_cost": {"price_per_hour": "pos", "n_gpus": "count"},
     "training_flops_per_sample": {
-        "model": [-1, "GPT-9", True, NAN],
+        # a name or a number; unknown names and bad numbers are in tests/test_training_time.py
+        "model": [True, None, ["BERT-base"]],
         "seq_len": "count",
         "image_size": "count",
     },
@@ -969,7 +973,7 @@ KINDS: dict[str, dict] = {
         "n_params": "count",
         "flops_per_sample": "pos",
         "price_per_hour": "pos",
-        "options": [42, [42]],
+        "options": [42, ["T4"]],
     },
     "resnet_training_job": {
         "forward_flops_per_image": "pos",
@@ -981,7 +985,7 @@ KINDS: dict[str, dict] = {
         "name": "text",
     },
     "transformer_training_job": {
-        "model": [-1, "GPT-9", "ResNet-50", True, NAN],
+        "model": [True, None, ["BERT-base"]],  # the rest: tests/test_training_time.py
         "n_tokens": "pos",
         "layers": "count",
         "hidden": "count",
@@ -998,7 +1002,7 @@ KINDS: dict[str, dict] = {
         "utilisation": "frac_open",
         "link": "link",
         "overlap": "frac",
-        "assumptions": [42, "one string", [42]],
+        "assumptions": [42, "one string", ["a sentence", 42]],
     },
     "TimeToTrain": {
         "job": [42],
@@ -1010,11 +1014,11 @@ KINDS: dict[str, dict] = {
         "time_s": "nonneg",
         "comm_share": "frac",
         "overlap": "frac",
-        "assumptions": [42, "one string", [42]],
+        "assumptions": [42, "one string", ["a sentence", 42]],
     },
     "TrainingJob": {"flops": "nonneg", "n_params": "pos", "steps": "count"},
     "scaling_estimate": {
-        "model": [-1, "GPT-9", "ResNet-50", True, NAN],
+        "model": [True, None, ["BERT-base"]],  # the rest: tests/test_training_time.py
         "spec": "spec",
         "n_gpus": "count",
         "link": "link",
@@ -1034,7 +1038,10 @@ KINDS: dict[str, dict] = {
     "activation_bytes": {"model": [42]},
     "estimate_training_memory": {"n_params": "count"},
     "estimate_step_memory": {"model": [42], "foreach": ["yes", 1]},
-    "optimizer_temporaries_bytes": {"param_sizes": [42, [], [0], [1.5]], "foreach": ["yes", 1]},
+    "optimizer_temporaries_bytes": {
+        "param_sizes": [42, [], [0], ["16"], [True]],
+        "foreach": ["yes", 1],
+    },
     "gpus_that_fit": {"estimate": [42], "headroom": "frac_open"},
     "measure_training_memory": {"model": [42]},
     "memory_calculator": {"n_params": "count", "batch_size": "count"},
@@ -1066,7 +1073,8 @@ KINDS: dict[str, dict] = {
         "year": "count",
         "memory_bytes": "pos",
         "memory_bandwidth": "pos",
-        "peak_flops": [{"fp32": -1.0}, {"int4": 1.0}, {"fp32": NAN}, 42],
+        # bad figures ({"fp32": -1.0}, {"int4": 1.0}) are in tests/test_specs.py
+        "peak_flops": [{"fp32": "1e12"}, {"fp32": True}, {16: 1.0}, ["fp32"], 42],
         "tdp": "pos",
         "interconnect_bandwidth": "pos",
         "sm_count": "count",

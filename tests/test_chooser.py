@@ -82,32 +82,58 @@ def test_a_bare_parameter_count_needs_its_activations_stated():
 
 
 @pytest.mark.parametrize(
-    ("kwargs", "message"),
+    ("kwargs", "error", "message"),
     [
-        ({"model": -5}, "model=-5 must be a positive integer"),
-        ({"model": 1.5e9}, "model=1500000000.0 must be a named model or a parameter count"),
-        ({"batch_size": 0}, "batch_size=0 must be a positive integer"),
-        ({"batch_size": -8}, "batch_size=-8 must be a positive integer"),
-        ({"seq_len": -1}, "seq_len=-1 must be a positive integer"),
-        ({"image_size": 0}, "image_size=0 must be a positive integer"),
-        ({"samples_per_epoch": 0}, "samples_per_epoch=0 must be a positive integer"),
-        ({"batch_size": True}, "batch_size=True must be a positive integer"),
-        ({"utilisation": 0}, "utilisation=0 must be a fraction above 0 and at most 1"),
-        ({"utilisation": 1.5}, "utilisation=1.5 must be a fraction above 0 and at most 1"),
-        ({"utilisation": float("nan")}, "utilisation=nan must be a fraction"),
-        ({"utilisation": "0.4"}, "utilisation='0.4' must be a fraction"),
-        ({"headroom": 0}, "headroom=0 must be a fraction above 0"),
-        ({"price_per_hour": -2.0}, "price_per_hour=-2.0 must be a positive number"),
-        ({"price_per_hour": float("inf")}, "price_per_hour=inf must be a positive number"),
-        ({"precision": "fp8"}, "precision='fp8' is not known; use one of 'fp32', 'amp_bf16'"),
-        ({"optimizer": "lion"}, "optimizer='lion' is not known; use one of 'sgd'"),
-        ({"specs": ["RTX 9090"]}, r"specs='RTX 9090': .* close names: .*RTX"),
-        ({"activations_bytes": -1}, "activations_bytes=-1 must be an integer of 0 or more"),
+        ({"model": -5}, ValueError, "model=-5 must be a positive integer"),
+        (
+            {"model": 1.5e9},
+            TypeError,
+            "model=1500000000.0 must be a named model or a parameter count",
+        ),
+        ({"batch_size": 0}, ValueError, "batch_size=0 must be a positive integer"),
+        ({"batch_size": -8}, ValueError, "batch_size=-8 must be a positive integer"),
+        ({"seq_len": -1}, ValueError, "seq_len=-1 must be a positive integer"),
+        ({"image_size": 0}, ValueError, "image_size=0 must be a positive integer"),
+        ({"samples_per_epoch": 0}, ValueError, "samples_per_epoch=0 must be a positive integer"),
+        ({"batch_size": True}, TypeError, "batch_size=True must be a positive integer"),
+        ({"utilisation": 0}, ValueError, "utilisation=0 must be a fraction above 0 and at most 1"),
+        (
+            {"utilisation": 1.5},
+            ValueError,
+            "utilisation=1.5 must be a fraction above 0 and at most 1",
+        ),
+        ({"utilisation": float("nan")}, ValueError, "utilisation=nan must be a fraction"),
+        ({"utilisation": "0.4"}, TypeError, "utilisation='0.4' must be a fraction"),
+        ({"headroom": 0}, ValueError, "headroom=0 must be a fraction above 0"),
+        ({"price_per_hour": -2.0}, ValueError, "price_per_hour=-2.0 must be a positive number"),
+        (
+            {"price_per_hour": float("inf")},
+            ValueError,
+            "price_per_hour=inf must be a positive number",
+        ),
+        (
+            {"precision": "fp8"},
+            ValueError,
+            "precision='fp8' is not known; use one of 'fp32', 'amp_bf16'",
+        ),
+        ({"optimizer": "lion"}, ValueError, "optimizer='lion' is not known; use one of 'sgd'"),
+        ({"specs": ["RTX 9090"]}, ValueError, r"specs='RTX 9090': .* close names: .*RTX"),
+        (
+            {"activations_bytes": -1},
+            ValueError,
+            "activations_bytes=-1 must be an integer of 0 or more",
+        ),
+        # model= takes a name or a parameter count (int)
+        ({"model": "GPT-9"}, ValueError, "model='GPT-9' is not a named model"),
+        ({"model": True}, TypeError, "model=True must be a named model or a parameter count"),
+        ({"model": None}, TypeError, "model=None must be a named model or a parameter count"),
+        ({"specs": ["T4", 42]}, TypeError, "specs=42"),
+        ({"specs": 42}, TypeError, "specs=42 must be a sequence"),
     ],
 )
-def test_bad_inputs_are_rejected_with_the_parameter_named(kwargs, message):
+def test_bad_inputs_are_rejected_with_the_parameter_named(kwargs, error, message):
     args = {"model": "BERT-base", **kwargs}
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         gl.plan_training(args.pop("model"), **args)
 
 

@@ -55,9 +55,12 @@ def test_forgiving_names(query, expected):
     assert gl.interconnect(query).name == expected
 
 
-@pytest.mark.parametrize("bad", ["NVLink 9", "ethernet", "", None])
-def test_unknown_link_lists_the_choices(bad):
-    with pytest.raises(ValueError, match="PCIe Gen4 x16") as err:
+@pytest.mark.parametrize(
+    "bad, error",
+    [("NVLink 9", ValueError), ("ethernet", ValueError), ("", ValueError), (None, TypeError)],
+)
+def test_unknown_link_lists_the_choices(bad, error):
+    with pytest.raises(error, match="PCIe Gen4 x16") as err:
         gl.interconnect(bad)
     assert "NVLink 4 (H100/H200)" in str(err.value)
 
@@ -102,26 +105,35 @@ def test_one_rank_communicates_nothing():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(n_bytes=-1, n_gpus=2), "n_bytes=-1"),
-        (dict(n_bytes=float("nan"), n_gpus=2), "n_bytes=nan"),
-        (dict(n_bytes=float("inf"), n_gpus=2), "n_bytes=inf"),
-        (dict(n_bytes="1e6", n_gpus=2), "n_bytes='1e6'"),
-        (dict(n_bytes=1, n_gpus=0), "n_gpus=0 must be a positive integer"),
-        (dict(n_bytes=1, n_gpus=2.5), "n_gpus=2.5"),
-        (dict(n_bytes=1, n_gpus=True), "n_gpus=True"),
-        (dict(n_bytes=1, n_gpus=2, alpha_s=-1), "alpha_s=-1"),
-        (dict(n_bytes=1, n_gpus=2, alpha_s=float("nan")), "alpha_s=nan"),
-        (dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=0), "bandwidth_bytes_per_s=0"),
-        (dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=float("inf")), "bytes_per_s=inf"),
-        (dict(n_bytes=1, n_gpus=2, algorithm="butterfly"), "algorithm='butterfly'.*ring, tree"),
+        (dict(n_bytes=-1, n_gpus=2), ValueError, "n_bytes=-1"),
+        (dict(n_bytes=float("nan"), n_gpus=2), ValueError, "n_bytes=nan"),
+        (dict(n_bytes=float("inf"), n_gpus=2), ValueError, "n_bytes=inf"),
+        (dict(n_bytes="1e6", n_gpus=2), TypeError, "n_bytes='1e6'"),
+        (dict(n_bytes=1, n_gpus=0), ValueError, "n_gpus=0 must be a positive integer"),
+        (dict(n_bytes=1, n_gpus=2.5), TypeError, "n_gpus=2.5"),
+        (dict(n_bytes=1, n_gpus=True), TypeError, "n_gpus=True"),
+        (dict(n_bytes=1, n_gpus=2, alpha_s=-1), ValueError, "alpha_s=-1"),
+        (dict(n_bytes=1, n_gpus=2, alpha_s=float("nan")), ValueError, "alpha_s=nan"),
+        (dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=0), ValueError, "bandwidth_bytes_per_s=0"),
+        (
+            dict(n_bytes=1, n_gpus=2, bandwidth_bytes_per_s=float("inf")),
+            ValueError,
+            "bytes_per_s=inf",
+        ),
+        (
+            dict(n_bytes=1, n_gpus=2, algorithm="butterfly"),
+            ValueError,
+            "algorithm='butterfly'.*ring, tree",
+        ),
+        (dict(n_bytes=1, n_gpus=2, algorithm=42), TypeError, "algorithm=42.*'ring', 'tree'"),
     ],
 )
-def test_bad_input_is_a_clear_error(kwargs, match):
+def test_bad_input_is_a_clear_error(kwargs, error, match):
     args = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9) | kwargs
     n, p = args.pop("n_bytes"), args.pop("n_gpus")
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.allreduce_time(n, p, **args)
 
 
@@ -183,22 +195,23 @@ def test_fit_clips_a_negative_latency_to_zero():
 
 
 @pytest.mark.parametrize(
-    "sizes, times, p, match",
+    "sizes, times, p, error, match",
     [
-        ([1e3, 1e3], [1e-3, 2e-3], 2, "two distinct"),
-        ([1e3, 1e4], [1e-3], 2, "same length"),
-        ([1e3, 1e4], [1e-3, 0.0], 2, "times_s"),
-        ([1e3, 1e4], [1e-3, 1e-3], 1, "at least 2 ranks"),
-        ([1e3, 1e4], [2e-3, 1e-3], 2, "do not grow"),
-        ([1e3, float("nan")], [1e-3, 2e-3], 2, r"n_bytes\[1\]=nan"),
-        ([1e3, 1e4], [1e-3, float("inf")], 2, r"times_s\[1\]=inf"),
-        ([1e3, "1e4"], [1e-3, 2e-3], 2, r"n_bytes\[1\]='1e4'"),
-        ("1e3", [1e-3], 2, "n_bytes='1e3'"),
-        ([1e3, 1e4], [1e-3, 2e-3], 2.0, "n_gpus=2.0"),
+        ([1e3, 1e3], [1e-3, 2e-3], 2, ValueError, "two distinct"),
+        ([1e3, 1e4], [1e-3], 2, ValueError, "same length"),
+        ([1e3, 1e4], [1e-3, 0.0], 2, ValueError, "times_s"),
+        ([1e3, 1e4], [1e-3, 1e-3], 1, ValueError, "at least 2 ranks"),
+        ([1e3, 1e4], [2e-3, 1e-3], 2, ValueError, "do not grow"),
+        ([1e3, float("nan")], [1e-3, 2e-3], 2, ValueError, r"n_bytes\[1\]=nan"),
+        ([1e3, 1e4], [1e-3, float("inf")], 2, ValueError, r"times_s\[1\]=inf"),
+        ([1e3, "1e4"], [1e-3, 2e-3], 2, TypeError, r"n_bytes\[1\]='1e4'"),
+        ("1e3", [1e-3], 2, TypeError, "n_bytes='1e3'"),
+        ([1e3, 1e4], 2e-3, 2, TypeError, "times_s=0.002"),
+        ([1e3, 1e4], [1e-3, 2e-3], 2.0, TypeError, "n_gpus=2.0"),
     ],
 )
-def test_fit_rejects_bad_data(sizes, times, p, match):
-    with pytest.raises(ValueError, match=match):
+def test_fit_rejects_bad_data(sizes, times, p, error, match):
+    with pytest.raises(error, match=match):
         gl.fit_alpha_beta(sizes, times, p)
 
 
@@ -229,22 +242,26 @@ def test_step_time_uses_the_registry_and_latency():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(compute_s=0), "compute_s=0"),
-        (dict(overlap=1.5), "overlap=1.5"),
-        (dict(link=42), "link=42"),
-        (dict(link="token ring"), "link='token ring': no interconnect called 'token ring'"),
-        (dict(n_gpus=-2), "n_gpus=-2"),
-        (dict(compute_s=float("inf")), "compute_s=inf"),
-        (dict(overlap=float("nan")), "overlap=nan"),
-        (dict(alpha_s=-1e-6), "alpha_s=-1e-06"),
-        (dict(grad_bytes=True), "grad_bytes=True"),
+        (dict(compute_s=0), ValueError, "compute_s=0"),
+        (dict(overlap=1.5), ValueError, "overlap=1.5"),
+        (dict(link=42), TypeError, "link=42"),
+        (
+            dict(link="token ring"),
+            ValueError,
+            "link='token ring': no interconnect called 'token ring'",
+        ),
+        (dict(n_gpus=-2), ValueError, "n_gpus=-2"),
+        (dict(compute_s=float("inf")), ValueError, "compute_s=inf"),
+        (dict(overlap=float("nan")), ValueError, "overlap=nan"),
+        (dict(alpha_s=-1e-6), ValueError, "alpha_s=-1e-06"),
+        (dict(grad_bytes=True), TypeError, "grad_bytes=True"),
     ],
 )
-def test_step_time_bad_input(kwargs, match):
+def test_step_time_bad_input(kwargs, error, match):
     args = dict(compute_s=0.1, grad_bytes=1e6, n_gpus=2, link="PCIe 4") | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.dp_step_time(args.pop("compute_s"), args.pop("grad_bytes"), args.pop("n_gpus"), **args)
 
 
@@ -262,19 +279,21 @@ def test_step_time_records_the_gpu_count_and_checks_its_fields():
 
 
 @pytest.mark.parametrize(
-    "field, value",
+    "field, value, error",
     [
-        ("bandwidth", 0),
-        ("bandwidth", float("nan")),
-        ("latency_s", -1.0),
-        ("kind", "ethernet"),
-        ("year", 2020.5),
-        ("name", ""),
+        ("bandwidth", 0, ValueError),
+        ("bandwidth", float("nan"), ValueError),
+        ("latency_s", -1.0, ValueError),
+        ("kind", "ethernet", ValueError),
+        ("year", 2020.5, TypeError),
+        ("name", "", ValueError),
+        ("name", 42, TypeError),
+        ("source_url", None, TypeError),
     ],  # fmt: skip
 )
-def test_a_custom_link_is_checked_when_built(field, value):
+def test_a_custom_link_is_checked_when_built(field, value, error):
     args = dict(name="fitted", bandwidth=10e9, latency_s=5e-6, source_url="measured here")
-    with pytest.raises(ValueError, match=f"{field}="):
+    with pytest.raises(error, match=f"{field}="):
         gl.Interconnect(**(args | {field: value}))
 
 
@@ -291,3 +310,13 @@ def test_valid_but_extreme_inputs_do_not_return_infinity():
     one_byte_per_s = gl.Interconnect("string", bandwidth=1.0, latency_s=None, source_url="-")
     with pytest.raises(ValueError, match="overflow"):  # compute + exposed comm overflow
         gl.dp_step_time(1.5e308, 1e308, 8, link=one_byte_per_s)
+
+
+def test_the_ring_refuses_values_that_are_not_a_table_of_numbers():
+    ring = gl.costmodels.comms.simulate_ring_allreduce
+    for bad in (42, "ab", [[1.0, True], [1.0, 2.0]], [["1", "2"], ["3", "4"]], [[1.0, None]] * 2):
+        with pytest.raises(TypeError, match="values="):
+            ring(bad)
+    for bad in ([1.0, 2.0], [[1.0, float("nan")], [1.0, 2.0]], [[1.0, 2.0], [1.0]]):
+        with pytest.raises(ValueError, match="values"):
+            ring(bad)

@@ -94,27 +94,29 @@ def test_bad_inputs_name_the_parameter():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(stride=0), "stride=0 must be a positive int"),
-        (dict(stride=-1), "stride=-1"),
-        (dict(stride=(1, 0)), r"stride=\(1, 0\)"),
-        (dict(dilation=0), "dilation=0"),
-        (dict(padding=-1), "padding=-1 must be a 0 or more int"),
-        (dict(padding=(0, -2)), r"padding=\(0, -2\)"),
-        (dict(kernel_size=0), "kernel_size=0"),
-        (dict(kernel_size=-3), "kernel_size=-3"),
-        (dict(kernel_size=3.0), "kernel_size=3.0"),
-        (dict(kernel_size=True), "kernel_size=True"),
-        (dict(input_size=float("nan")), "input_size=nan"),
-        (dict(stride="2"), "stride='2'"),
-        (dict(groups=0), "groups=0"),
-        (dict(batch=float("inf")), "batch=inf"),
+        (dict(stride=0), ValueError, "stride=0 must be a positive int"),
+        (dict(stride=-1), ValueError, "stride=-1"),
+        (dict(stride=(1, 0)), ValueError, r"stride=\(1, 0\)"),
+        (dict(dilation=0), ValueError, "dilation=0"),
+        (dict(padding=-1), ValueError, "padding=-1 must be a 0 or more int"),
+        (dict(padding=(0, -2)), ValueError, r"padding=\(0, -2\)"),
+        (dict(kernel_size=0), ValueError, "kernel_size=0"),
+        (dict(kernel_size=-3), ValueError, "kernel_size=-3"),
+        (dict(kernel_size=(3, 3, 3)), ValueError, r"kernel_size=\(3, 3, 3\)"),
+        (dict(kernel_size=3.0), TypeError, "kernel_size=3.0"),
+        (dict(kernel_size=True), TypeError, "kernel_size=True"),
+        (dict(kernel_size=(3, 2.5)), TypeError, r"kernel_size=\(3, 2.5\)"),
+        (dict(input_size=float("nan")), TypeError, "input_size=nan"),
+        (dict(stride="2"), TypeError, "stride='2'"),
+        (dict(groups=0), ValueError, "groups=0"),
+        (dict(batch=float("inf")), TypeError, "batch=inf"),
     ],
 )
-def test_conv2d_refuses_impossible_geometry(kwargs, match):
+def test_conv2d_refuses_impossible_geometry(kwargs, error, match):
     args = dict(batch=1, in_channels=4, out_channels=8, kernel_size=3, input_size=16) | kwargs
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.conv2d_flops(**args)
 
 
@@ -127,11 +129,21 @@ def test_conv2d_counts_zero_padding_and_rectangular_kernels_like_torch():
     assert expected == gl.count_flops(conv, x) > 0
 
 
-@pytest.mark.parametrize("bad", [0, -1, 1.5, True, float("nan"), "8"])
-def test_matmul_and_linear_refuse_non_counts(bad):
-    with pytest.raises(ValueError, match="k="):
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (0, ValueError),
+        (-1, ValueError),
+        (1.5, TypeError),
+        (True, TypeError),
+        (float("nan"), TypeError),
+        ("8", TypeError),
+    ],
+)
+def test_matmul_and_linear_refuse_non_counts(bad, error):
+    with pytest.raises(error, match="k="):
         gl.matmul_flops(8, bad, 8)
-    with pytest.raises(ValueError, match="out_features="):
+    with pytest.raises(error, match="out_features="):
         gl.linear_flops(8, 8, bad)
 
 
@@ -141,8 +153,19 @@ def test_eager_cost_counts_flops_and_every_operator_s_bytes():
     # matmul: read 32x16 and 16x8, write 32x8; relu: read and write 32x8 (FP32)
     assert flops == 2 * 32 * 16 * 8
     assert nbytes == 4 * (32 * 16 + 16 * 8 + 32 * 8) + 4 * 2 * 32 * 8
-    with pytest.raises(ValueError, match="fn=3"):
+    with pytest.raises(TypeError, match="fn=3"):
         gl.eager_cost(3)
+
+
+def test_fusion_traffic_refuses_what_is_not_a_chain_on_one_tensor():
+    with pytest.raises(TypeError, match="fn=42"):
+        gl.costmodels.flops.fusion_traffic(42, 64)
+    with pytest.raises(TypeError, match="fn=.*function of one tensor.*takes 2"):
+        gl.costmodels.flops.fusion_traffic(lambda x, y: x + y, 64)
+    with pytest.raises(ValueError, match="fn=.*traceable"):
+        gl.costmodels.flops.fusion_traffic(lambda x: x if x.sum() > 0 else -x, 64)
+    with pytest.raises(ValueError, match="fn=.*1 to 12 operations"):
+        gl.costmodels.flops.fusion_traffic(lambda x: x, 64)
 
 
 def test_eager_cost_says_what_is_missing_when_torch_drops_its_private_api(monkeypatch):

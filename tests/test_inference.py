@@ -26,19 +26,19 @@ def test_llama_2_7b_cache_is_half_a_mebibyte_per_token():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        (dict(layers=0), "layers=0"),
-        (dict(heads=-1), "heads=-1"),
-        (dict(head_dim=2.5), "head_dim=2.5"),
-        (dict(seq_len=True), "seq_len=True"),
-        (dict(batch=float("nan")), "batch=nan"),
-        (dict(precision="int4"), "precision='int4'"),
+        (dict(layers=0), ValueError, "layers=0"),
+        (dict(heads=-1), ValueError, "heads=-1"),
+        (dict(head_dim=2.5), TypeError, "head_dim=2.5"),
+        (dict(seq_len=True), TypeError, "seq_len=True"),
+        (dict(batch=float("nan")), TypeError, "batch=nan"),
+        (dict(precision="int4"), ValueError, "precision='int4'"),
     ],
 )
-def test_kv_cache_refuses_bad_input(kwargs, match):
+def test_kv_cache_refuses_bad_input(kwargs, error, match):
     base = dict(layers=2, heads=2, head_dim=2, seq_len=2)
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.kv_cache_bytes(**{**base, **kwargs})
 
 
@@ -109,15 +109,17 @@ def test_generation_timing():
 
 
 @pytest.mark.parametrize(
-    "times, match",
+    "times, error, match",
     [
-        ([], "empty"),
-        ([0.5, 0.4], r"token_times_s\[1\]=0.4"),
-        ([-1.0], r"token_times_s\[0\]"),
-        ("0.5", "token_times_s='0.5'"),
-        ([0.5, float("nan")], r"token_times_s\[1\]=nan"),
+        ([], ValueError, "empty"),
+        ([0.5, 0.4], ValueError, r"token_times_s\[1\]=0.4"),
+        ([-1.0], ValueError, r"token_times_s\[0\]"),
+        ("0.5", TypeError, "token_times_s='0.5'"),
+        (0.5, TypeError, "token_times_s=0.5"),
+        ([0.5, "0.6"], TypeError, r"token_times_s\[1\]='0.6'"),
+        ([0.5, float("nan")], ValueError, r"token_times_s\[1\]=nan"),
     ],
 )
-def test_generation_timing_refuses_bad_times(times, match):
-    with pytest.raises(ValueError, match=match):
+def test_generation_timing_refuses_bad_times(times, error, match):
+    with pytest.raises(error, match=match):
         gl.generation_timing(0.0, times)

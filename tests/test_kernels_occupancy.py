@@ -64,6 +64,10 @@ def test_waves_need_a_gpu_with_an_sm_count_and_a_known_peak():
         gl.matmul_waves("T4", 1024, precision="bf16")
     with pytest.raises(ValueError, match="spec="):
         gl.matmul_waves("Xeon 8380", 1024)
+    with pytest.raises(TypeError, match="precision=16"):
+        gl.matmul_waves("T4", 1024, precision=16)
+    with pytest.raises(TypeError, match="tile=128.0"):
+        gl.matmul_waves("T4", 1024, tile=128.0)
 
 
 def test_occupancy_calculator_follows_its_controls():

@@ -33,8 +33,11 @@ def test_fits_uses_the_registry_memory_with_headroom():
     est = gl.estimate_training_memory(n, precision="amp_fp16")
     assert est.fits(t4) and est.fits("T4") and est.fits(spec="T4")
     assert not est.fits("T4", headroom=0.8)
-    for bad in (1.5, 0, float("nan"), True):
+    for bad in (1.5, 0, float("nan")):
         with pytest.raises(ValueError, match=f"headroom={bad!r}"):
+            est.fits("T4", headroom=bad)
+    for bad in (True, "0.9"):
+        with pytest.raises(TypeError, match=f"headroom={bad!r}"):
             est.fits("T4", headroom=bad)
     with pytest.raises(ValueError, match="spec='Z9000': no device called"):
         est.fits("Z9000")
@@ -55,19 +58,19 @@ def test_gpus_that_fit_are_sorted_and_all_fit():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
+    "kwargs, error, match",
     [
-        ({"n_params": 0}, "n_params=0"),
-        ({"n_params": 1.5}, "n_params=1.5"),
-        ({"n_params": True}, "n_params=True"),
-        ({"n_params": 10, "precision": "fp8"}, "precision='fp8'"),
-        ({"n_params": 10, "optimizer": "lion"}, "optimizer='lion'"),
-        ({"n_params": 10, "activations_bytes": -1}, "activations_bytes=-1"),
+        ({"n_params": 0}, ValueError, "n_params=0"),
+        ({"n_params": 1.5}, TypeError, "n_params=1.5"),
+        ({"n_params": True}, TypeError, "n_params=True"),
+        ({"n_params": 10, "precision": "fp8"}, ValueError, "precision='fp8'"),
+        ({"n_params": 10, "optimizer": "lion"}, ValueError, "optimizer='lion'"),
+        ({"n_params": 10, "activations_bytes": -1}, ValueError, "activations_bytes=-1"),
     ],
 )
-def test_bad_inputs_are_clear_errors(kwargs, match):
+def test_bad_inputs_are_clear_errors(kwargs, error, match):
     n = kwargs.pop("n_params")
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.estimate_training_memory(n, **kwargs)
 
 
@@ -97,7 +100,7 @@ def test_activation_bytes_under_autocast_counts_the_16_bit_weight_copies():
 def test_activation_bytes_rejects_bad_arguments():
     with pytest.raises(ValueError, match="precision='int8'"):
         gl.activation_bytes(nn.Linear(2, 2), torch.randn(1, 2), precision="int8")
-    with pytest.raises(ValueError, match="must be a torch.nn.Module"):
+    with pytest.raises(TypeError, match="model=.* must be a torch.nn.Module"):
         gl.activation_bytes(lambda x: x, torch.randn(1, 2))
 
 
@@ -227,6 +230,20 @@ def test_peak_model_phases_and_table():
             gl.estimate_training_memory(10, **{name: -1})
     with pytest.raises(ValueError, match="param_sizes="):
         gl.costmodels.memory.optimizer_temporaries_bytes([])
+    with pytest.raises(ValueError, match=r"param_sizes\[1\]=0"):
+        gl.costmodels.memory.optimizer_temporaries_bytes([16, 0])
+    for bad in (42, "16", [1.5], [True]):
+        with pytest.raises(TypeError, match="param_sizes"):
+            gl.costmodels.memory.optimizer_temporaries_bytes(bad)
+    with pytest.raises(TypeError, match="foreach='yes'"):
+        gl.costmodels.memory.optimizer_temporaries_bytes([16], foreach="yes")
+    with pytest.raises(TypeError, match="foreach=1"):
+        gl.estimate_step_memory(nn.Linear(2, 2), torch.randn(1, 2), foreach=1)
+    for bad in (42, None):
+        with pytest.raises(TypeError, match=f"estimate={bad!r}"):
+            gl.gpus_that_fit(bad)
+        with pytest.raises(TypeError, match=f"estimate={bad!r}"):
+            gl.memory_report(bad)
     with pytest.raises(ValueError, match="no trainable parameters"):
         gl.estimate_step_memory(nn.ReLU(), torch.randn(2, 3))
 
@@ -267,9 +284,9 @@ def test_measure_rejects_bad_arguments():
     model, x, y = nn.Linear(4, 2), torch.randn(3, 4), torch.tensor([0, 1, 0])
     with pytest.raises(ValueError, match="optimizer='rmsprop'"):
         gl.measure_training_memory(model, x, y, optimizer="rmsprop")
-    with pytest.raises(ValueError, match="must be a torch.nn.Module"):
+    with pytest.raises(TypeError, match="model=.* must be a torch.nn.Module"):
         gl.measure_training_memory(lambda t: t, x, y)
-    with pytest.raises(ValueError, match="loss_fn=3 must be a callable"):
+    with pytest.raises(TypeError, match="loss_fn=3 must be a callable"):
         gl.measure_training_memory(model, x, y, loss_fn=3)
 
 

@@ -12,15 +12,18 @@ def test_pipeline_bubble_formula():
     assert bubbles == sorted(bubbles, reverse=True)
     with pytest.raises(ValueError, match="n_microbatches=0"):
         gl.pipeline_bubble(2, 0)
-    with pytest.raises(ValueError, match="n_stages=2.0"):
+    with pytest.raises(TypeError, match="n_stages=2.0"):
         gl.pipeline_bubble(2.0, 4)
 
 
 def test_amdahl():
     assert gl.amdahl_speedup(1, 0.3) == pytest.approx(1)
     assert gl.amdahl_speedup(10**9, 0.1) == pytest.approx(10, rel=1e-6)  # at most 1/s
-    for bad in (1.5, -0.1, float("nan"), "0.1", True):
+    for bad in (1.5, -0.1, float("nan")):
         with pytest.raises(ValueError, match="serial_fraction="):
+            gl.amdahl_speedup(4, bad)
+    for bad in ("0.1", True):
+        with pytest.raises(TypeError, match="serial_fraction="):
             gl.amdahl_speedup(4, bad)
     with pytest.raises(ValueError, match="n_gpus=0"):
         gl.amdahl_speedup(0, 0.1)
@@ -36,8 +39,13 @@ def test_sharded_memory_stages():
     )
     assert mem[3].n_gpus == 4 and mem[3].stage == 3
     assert gl.sharded_memory(1e6, 1, 3).total_bytes == pytest.approx(16e6)  # one rank: no shards
-    for bad_stage in (4, -1, 1.0, "3", True):
+    for bad_stage in (4, -1):
         with pytest.raises(ValueError, match="stage="):
+            gl.sharded_memory(1e6, 4, bad_stage)
+        with pytest.raises(ValueError, match="stage="):
+            gl.costmodels.parallelism.ShardedMemory(1.0, 1.0, 1.0, 4, bad_stage)
+    for bad_stage in (1.0, "3", True, float("nan")):
+        with pytest.raises(TypeError, match="stage="):
             gl.sharded_memory(1e6, 4, bad_stage)
     with pytest.raises(ValueError, match="optimizer_bytes=nan"):
         gl.sharded_memory(1e6, 4, 1, optimizer_bytes=float("nan"))
@@ -71,7 +79,21 @@ def test_scaling_curve_is_dp_step_time_per_count():
     # With all of the all-reduce hidden behind compute, scaling is perfect.
     hidden = gl.scaling_curve(0.1, 3e9, [2, 8], link="NVLink 3", overlap=0.5)
     assert [s.efficiency for s in hidden] == [1, 1]
-    for bad, match in (([1, 0], r"n_gpus\[1\]=0"), (8, "n_gpus=8"), ([], r"n_gpus=\[\]"),
-                       ([2.0], r"n_gpus\[0\]=2.0")):  # fmt: skip
-        with pytest.raises(ValueError, match=match):
+    for bad, error, match in (
+        ([1, 0], ValueError, r"n_gpus\[1\]=0"),
+        ([], ValueError, r"n_gpus=\[\]"),
+        (8, TypeError, "n_gpus=8"),
+        ([2.0], TypeError, r"n_gpus\[0\]=2.0"),
+        ([2.5], TypeError, r"n_gpus\[0\]=2.5"),
+    ):
+        with pytest.raises(error, match=match):
             gl.scaling_curve(0.2, 1e8, bad, link="NVLink 3")
+
+
+def test_stage_times_refuse_a_bubble_of_one_or_more():
+    for bad in (1.0, 1.5, -0.1, float("nan")):
+        with pytest.raises(ValueError, match="bubble="):
+            gl.stage_times_from_measurement(0.1, bad, 4)
+    for bad in ("0.5", True):
+        with pytest.raises(TypeError, match="bubble="):
+            gl.stage_times_from_measurement(0.1, bad, 4)

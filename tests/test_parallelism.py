@@ -31,20 +31,20 @@ def test_hfu_counts_recomputation():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, error, name",
     [
-        (dict(step_time_s=0), "step_time_s"),
-        (dict(step_time_s=math.nan), "step_time_s"),
-        (dict(peak_flops=-1.0), "peak_flops"),
-        (dict(peak_flops=math.inf), "peak_flops"),
-        (dict(n_gpus=0), "n_gpus"),
-        (dict(n_gpus=True), "n_gpus"),
-        (dict(model_flops_per_step="6e12"), "model_flops_per_step"),
+        (dict(step_time_s=0), ValueError, "step_time_s"),
+        (dict(step_time_s=math.nan), ValueError, "step_time_s"),
+        (dict(peak_flops=-1.0), ValueError, "peak_flops"),
+        (dict(peak_flops=math.inf), ValueError, "peak_flops"),
+        (dict(n_gpus=0), ValueError, "n_gpus"),
+        (dict(n_gpus=True), TypeError, "n_gpus"),
+        (dict(model_flops_per_step="6e12"), TypeError, "model_flops_per_step"),
     ],
 )
-def test_mfu_refuses_bad_input(kwargs, name):
+def test_mfu_refuses_bad_input(kwargs, error, name):
     call = dict(model_flops_per_step=6e12, step_time_s=1.0, peak_flops=1e12, n_gpus=1) | kwargs
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         gl.mfu(**call)
 
 
@@ -73,18 +73,21 @@ def test_tensor_parallel_layer_has_four_allreduces_and_none_on_one_rank():
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, error, name",
     [
-        (dict(hidden=0), "hidden"),
-        (dict(n_gpus=2.0), "n_gpus"),
-        (dict(bytes_per_value=3), "bytes_per_value"),
-        (dict(block="conv"), "block"),
-        (dict(layers=-1), "layers"),
+        (dict(hidden=0), ValueError, "hidden"),
+        (dict(n_gpus=2.0), TypeError, "n_gpus"),
+        (dict(bytes_per_value=3), ValueError, "bytes_per_value"),
+        (dict(bytes_per_value=0), ValueError, "bytes_per_value"),
+        (dict(bytes_per_value=2.0), TypeError, "bytes_per_value"),
+        (dict(bytes_per_value=True), TypeError, "bytes_per_value"),
+        (dict(block="conv"), ValueError, "block"),
+        (dict(layers=-1), ValueError, "layers"),
     ],
 )
-def test_tensor_parallel_comm_refuses_bad_input(kwargs, name):
+def test_tensor_parallel_comm_refuses_bad_input(kwargs, error, name):
     call = dict(batch_size=8, seq_len=1, hidden=64, n_gpus=2) | kwargs
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         gl.tensor_parallel_comm(**call)
 
 
@@ -115,17 +118,17 @@ def test_layer_activations_shrink_with_tensor_and_sequence_parallelism_and_recom
 
 
 @pytest.mark.parametrize(
-    "kwargs, name",
+    "kwargs, error, name",
     [
-        (dict(heads=0), "heads"),
-        (dict(sequence_parallel=1), "sequence_parallel"),
-        (dict(recompute="some"), "recompute"),
-        (dict(tensor_parallel=0), "tensor_parallel"),
+        (dict(heads=0), ValueError, "heads"),
+        (dict(sequence_parallel=1), TypeError, "sequence_parallel"),
+        (dict(recompute="some"), ValueError, "recompute"),
+        (dict(tensor_parallel=0), ValueError, "tensor_parallel"),
     ],
 )
-def test_layer_activation_bytes_refuses_bad_input(kwargs, name):
+def test_layer_activation_bytes_refuses_bad_input(kwargs, error, name):
     call = dict(batch_size=1, seq_len=128, hidden=64, heads=4) | kwargs
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         gl.layer_activation_bytes(**call)
 
 
@@ -140,12 +143,19 @@ def test_gpipe_holds_every_microbatch_and_1f1b_at_most_the_stage_count():
 
 
 @pytest.mark.parametrize(
-    "args, name",
-    [((2, 4, "zb"), "schedule"), ((2, 4, "1f1b", 2), "stage"), ((0, 4), "n_stages"),
-     ((2, 4, "gpipe", True), "stage"), ((2, 0), "n_microbatches")],
-)  # fmt: skip
-def test_pipeline_inflight_refuses_bad_input(args, name):
-    with pytest.raises(ValueError, match=name):
+    "args, error, name",
+    [
+        ((2, 4, "zb"), ValueError, "schedule"),
+        ((2, 4, "1f1b", 2), ValueError, "stage"),
+        ((2, 4, "1f1b", -1), ValueError, "stage"),
+        ((0, 4), ValueError, "n_stages"),
+        ((2, 4, "gpipe", True), TypeError, "stage"),
+        ((2, 4, "gpipe", 1.0), TypeError, "stage"),
+        ((2, 0), ValueError, "n_microbatches"),
+    ],
+)
+def test_pipeline_inflight_refuses_bad_input(args, error, name):
+    with pytest.raises(error, match=name):
         gl.pipeline_inflight_microbatches(*args)
 
 
@@ -170,22 +180,24 @@ def test_expert_parallel_all_to_all_sends_the_routed_tokens_twice_each_way():
 
 
 @pytest.mark.parametrize(
-    "func, kwargs, name",
+    "func, kwargs, error, name",
     [
-        (gl.context_parallel_bytes, dict(kv_hidden=0), "kv_hidden"),
-        (gl.context_parallel_bytes, dict(backward="no"), "backward"),
-        (gl.context_parallel_bytes, dict(bytes_per_value=1.5), "bytes_per_value"),
-        (gl.expert_parallel_bytes, dict(top_k=0), "top_k"),
-        (gl.expert_parallel_bytes, dict(n_gpus=-2), "n_gpus"),
+        (gl.context_parallel_bytes, dict(kv_hidden=0), ValueError, "kv_hidden"),
+        (gl.context_parallel_bytes, dict(backward="no"), TypeError, "backward"),
+        (gl.context_parallel_bytes, dict(bytes_per_value=1.5), TypeError, "bytes_per_value"),
+        (gl.context_parallel_bytes, dict(bytes_per_value=3), ValueError, "bytes_per_value"),
+        (gl.expert_parallel_bytes, dict(bytes_per_value=3), ValueError, "bytes_per_value"),
+        (gl.expert_parallel_bytes, dict(top_k=0), ValueError, "top_k"),
+        (gl.expert_parallel_bytes, dict(n_gpus=-2), ValueError, "n_gpus"),
     ],
 )
-def test_context_and_expert_bytes_refuse_bad_input(func, kwargs, name):
+def test_context_and_expert_bytes_refuse_bad_input(func, kwargs, error, name):
     base = (
         dict(batch_size=1, seq_len=1024, kv_hidden=64, n_gpus=2)
         if func is gl.context_parallel_bytes
         else dict(tokens_per_gpu=64, hidden=64, n_gpus=2)
     )
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(error, match=name):
         func(**(base | kwargs))
 
 

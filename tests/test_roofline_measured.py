@@ -54,34 +54,41 @@ def test_plot_roofline_draws_each_ceiling_and_places_kernels():
     assert np.allclose(offsets[-1], [2e9 / 12e6, 200])
     assert ax.get_xscale() == ax.get_yscale() == "log" and "GFLOP/s" in ax.get_ylabel()
     plt.close("all")
-    for bad in ((10, 1), (0, 10), (1, float("inf")), (float("nan"), 10), 5, ("a", "b")):
+    for bad in ((10, 1), (0, 10), (1, float("inf")), (float("nan"), 10), (1, 2, 3)):
         with pytest.raises(ValueError, match="intensity_range"):
+            gl.plot_roofline("T4", intensity_range=bad)
+    for bad in (5, ("a", "b"), (1, True)):
+        with pytest.raises(TypeError, match="intensity_range"):
             gl.plot_roofline("T4", intensity_range=bad)
     with pytest.raises(ValueError, match="ceilings='Z9000'"):
         gl.plot_roofline("Z9000")
     with pytest.raises(ValueError, match="precision='fp64'"):
         gl.plot_roofline("T4", precision="fp64")  # no datasheet figure for FP64 peaks
-    with pytest.raises(ValueError, match=r"points\[0\]="):
+    with pytest.raises(TypeError, match=r"points\[0\]="):
         gl.plot_roofline("T4", [("add", 1, 12)])
     plt.close("all")
 
 
 def test_ceilings_refuse_impossible_roofs():
     bad_fields = [
-        ("peak_flops", float("inf")),
-        ("memory_bandwidth", float("nan")),
-        ("precision", "int8"),
-        ("device_name", ""),
-        ("peak_flops", "1e12"),
+        ("peak_flops", float("inf"), ValueError),
+        ("memory_bandwidth", float("nan"), ValueError),
+        ("precision", "int8", ValueError),
+        ("device_name", "", ValueError),
+        ("peak_flops", "1e12", TypeError),
+        ("device_name", 42, TypeError),
+        ("note", 42, TypeError),
     ]
-    for field, value in bad_fields:
+    for field, value, error in bad_fields:
         args = dict(device_name="box", precision="fp32", peak_flops=1e12, memory_bandwidth=1e11)
-        with pytest.raises(ValueError, match=f"{field}="):
+        with pytest.raises(error, match=f"{field}="):
             gl.Ceilings(**(args | {field: value}))
     with pytest.raises(ValueError, match="bytes_moved=0"):
         gl.RooflinePoint("k", 1.0, 0)
     with pytest.raises(ValueError, match="time_s=0"):
         gl.RooflinePoint("k", 1.0, 1.0, time_s=0)
+    with pytest.raises(TypeError, match="name=42"):
+        gl.RooflinePoint(42, 1.0, 1.0)
     c = gl.Ceilings("box", "fp32", peak_flops=100e9, memory_bandwidth=20e9)
     with pytest.raises(ValueError, match="flops=nan"):
         c.predict(float("nan"), 1)
@@ -100,12 +107,17 @@ def test_readout_names_bound_and_origin():
 def test_measure_ceilings_rejects_bad_input():
     with pytest.raises(ValueError, match="precision='fp8' cannot be measured"):
         gl.measure_ceilings("cpu", "fp8")
+    with pytest.raises(TypeError, match="precision=16"):
+        gl.measure_ceilings("cpu", 16)
     with pytest.raises(ValueError, match="copy_bytes=10"):
         gl.measure_ceilings("cpu", copy_bytes=10)
-    for bad in (0, float("nan"), float("inf"), "0.3", True):
+    for bad in (0, float("nan"), float("inf")):
         with pytest.raises(ValueError, match="min_run_time_s="):
             gl.measure_ceilings("cpu", min_run_time_s=bad)
-    with pytest.raises(ValueError, match="matmul_n=64.0"):
+    for bad in ("0.3", True):
+        with pytest.raises(TypeError, match="min_run_time_s="):
+            gl.measure_ceilings("cpu", min_run_time_s=bad)
+    with pytest.raises(TypeError, match="matmul_n=64.0"):
         gl.measure_ceilings("cpu", matmul_n=64.0)
     with pytest.raises(ValueError, match="device='tpu'"):
         gl.measure_ceilings("tpu", copy_bytes=2**20, matmul_n=16)

@@ -38,20 +38,22 @@ def test_thread_map_matches_the_index_formula():
 
 
 @pytest.mark.parametrize(
-    "grid, block, message",
+    "grid, block, error, message",
     [
-        (0, 4, "grid=0"),
-        (2, 2048, "2048 threads"),
-        ((1, 1, 1, 1), 4, "grid="),
-        (2, -1, "block=-1"),
-        (True, 4, "grid=True"),
-        (2, 4.0, "block=4.0"),
-        ("2", 4, "grid='2'"),
-        ((2, float("nan")), 4, "grid="),
+        (0, 4, ValueError, "grid=0"),
+        (2, 2048, ValueError, "2048 threads"),
+        ((1, 1, 1, 1), 4, ValueError, "grid="),
+        ((), 4, ValueError, "grid="),
+        (2, -1, ValueError, "block=-1"),
+        ((2, 0), 4, ValueError, "grid="),
+        (True, 4, TypeError, "grid=True"),
+        (2, 4.0, TypeError, "block=4.0"),
+        ("2", 4, TypeError, "grid='2'"),
+        ((2, float("nan")), 4, TypeError, "grid="),
     ],
 )
-def test_bad_launch_configurations_are_rejected(grid, block, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_launch_configurations_are_rejected(grid, block, error, message):
+    with pytest.raises(error, match=message):
         gl.launch(lambda ctx: None, grid, block)
 
 
@@ -62,24 +64,31 @@ def test_context_exposes_cuda_builtins():
 
 
 @pytest.mark.parametrize(
-    "n, block, message",
+    "n, block, error, message",
     [
-        (0, 4, "n=0"),
-        (10, 0, "block=0"),
-        (True, 4, "n=True"),
-        (10, 2.5, "block=2.5"),
-        (float("nan"), 4, "n=nan"),
-        ("10", 4, "n='10'"),
+        (0, 4, ValueError, "n=0"),
+        (10, 0, ValueError, "block=0"),
+        (True, 4, TypeError, "n=True"),
+        (10, 2.5, TypeError, "block=2.5"),
+        (float("nan"), 4, TypeError, "n=nan"),
+        ("10", 4, TypeError, "n='10'"),
     ],  # fmt: skip
 )
-def test_thread_map_names_a_bad_argument(n, block, message):
-    with pytest.raises(ValueError, match=message):
+def test_thread_map_names_a_bad_argument(n, block, error, message):
+    with pytest.raises(error, match=message):
         gl.thread_map(n, block)
 
 
 def test_a_kernel_must_be_callable_and_dim3_must_hold_counts():
-    with pytest.raises(ValueError, match="kernel=3"):
+    with pytest.raises(TypeError, match="kernel=3"):
         gl.launch(3, 1, 1)
+    with pytest.raises(TypeError, match="kernel=3"):
+        gl.simulate(3, 1, 1)
+    with pytest.raises(TypeError, match="count=1"):
+        gl.simulate(lambda: None, 1, 1, count=1)
+    dim = gl.kernels.simulator.Dim3(1)
+    with pytest.raises(TypeError, match=r"blockIdx=\(0, 0, 0\) must be a Dim3"):
+        gl.kernels.simulator.ThreadContext((0, 0, 0), dim, dim, dim)
     with pytest.raises(ValueError, match="y=-1"):
         gl.kernels.simulator.Dim3(1, -1)
     assert gl.kernels.simulator.Dim3(0, 0, 0).size == 0  # an index may be 0

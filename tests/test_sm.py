@@ -76,15 +76,15 @@ def test_compute_capability_strings(value):
 
 
 @pytest.mark.parametrize(
-    "value, message",
+    "value, error, message",
     [
-        ("Z9000", "spec='Z9000'"),
-        ("MI300X", "spec='MI300X'"),
-        ("Xeon 8380", "spec='Xeon 8380'"),
-        ("sm_120", "compute capability 12.0"),
-        (7.5, "spec=7.5"),
+        ("Z9000", ValueError, "spec='Z9000'"),
+        ("MI300X", ValueError, "spec='MI300X'"),
+        ("Xeon 8380", ValueError, "spec='Xeon 8380'"),
+        ("sm_120", ValueError, "compute capability 12.0"),
+        (7.5, TypeError, "spec=7.5"),
     ],
 )
-def test_bad_specs_are_refused_by_name(value, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_specs_are_refused_by_name(value, error, message):
+    with pytest.raises(error, match=message):
         gl.sm_architecture(value)

@@ -67,9 +67,15 @@ def test_unknown_name_suggests_close_names():
     assert "Tesla T4" in str(err.value)
 
 
-@pytest.mark.parametrize("bad", ["", "   ", None])
+@pytest.mark.parametrize("bad", ["", "   "])
 def test_empty_name_is_a_clear_error(bad):
     with pytest.raises(ValueError, match="give a device name"):
+        gl.get_spec(bad)
+
+
+@pytest.mark.parametrize("bad", [None, 42, ["T4"]])
+def test_a_name_that_is_not_a_str_is_a_type_error(bad):
+    with pytest.raises(TypeError, match=r"name=.* must be a device name"):
         gl.get_spec(bad)
 
 
@@ -79,7 +85,7 @@ def test_missing_precision_names_device_and_source():
     assert "nvidia.com" in str(err.value)
     with pytest.raises(ValueError, match="precision='int4' is not known"):
         gl.get_spec("T4").peak("int4")
-    with pytest.raises(ValueError, match="precision=True is not known"):
+    with pytest.raises(TypeError, match="precision=True must be one of"):
         gl.get_spec("T4").peak(True)
 
 
@@ -96,6 +102,8 @@ def test_kinds_and_order():
     assert years == sorted(years)
     with pytest.raises(ValueError, match="kind='fpga'"):
         gl.list_specs("fpga")
+    with pytest.raises(TypeError, match="kind=42"):
+        gl.list_specs(42)
 
 
 def test_ridge_point_follows_from_the_datasheet():
@@ -164,7 +172,7 @@ def test_a_missing_part_says_which_entries_were_refused_and_why():
     assert (
         "Tesla V100 SXM2 32GB has 32 GB, not 16 GB" in match_driver_name("Tesla V100-SXM2-16GB")[1]
     )
-    with pytest.raises(ValueError, match="device_name=None must be a name"):
+    with pytest.raises(TypeError, match="device_name=None must be a name"):
         gl.find_spec(None)
 
 
@@ -181,6 +189,22 @@ def test_every_row_states_whether_it_can_be_bought():
     with pytest.raises(ValueError, match="status='rumoured'"):
         dataclasses.replace(gl.get_spec("T4"), status="rumoured")
     assert dataclasses.replace(gl.get_spec("T4"), status="announced").status == "announced"
+
+
+@pytest.mark.parametrize(
+    "peak_flops, error, match",
+    [
+        ({"fp32": -1.0}, ValueError, r"peak_flops\['fp32'\]=-1.0"),
+        ({"fp32": float("nan")}, ValueError, r"peak_flops\['fp32'\]=nan"),
+        ({"int4": 1.0}, ValueError, "peak_flops has a figure for 'int4'"),
+        ({"fp32": "1e12"}, TypeError, r"peak_flops\['fp32'\]='1e12'"),
+        ({16: 1.0}, TypeError, "peak_flops="),
+        (["fp32"], TypeError, "peak_flops="),
+    ],
+)
+def test_an_entry_refuses_impossible_peaks(peak_flops, error, match):
+    with pytest.raises(error, match=match):
+        dataclasses.replace(gl.get_spec("T4"), peak_flops=peak_flops)
 
 
 @pytest.mark.parametrize(

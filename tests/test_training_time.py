@@ -190,46 +190,120 @@ def test_scaling_estimate_by_hand():
 
 
 @pytest.mark.parametrize(
-    ("call", "message"),
+    ("call", "error", "message"),
     [
-        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=1.5), "utilisation=1.5"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=0), "utilisation=0"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation=math.nan), "utilisation=nan"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", utilisation="0.4"), "utilisation='0.4'"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=0), "n_gpus=0"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=True), "n_gpus=True"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=2.0), "n_gpus=2.0"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", precision="fp64"), "precision='fp64'"),
-        (lambda job: gl.time_to_train(job, "A100 80GB", overlap=math.inf), "overlap=inf"),
-        (lambda job: gl.time_to_train(job, "K80", precision="amp_bf16"), "no bf16 figure"),
-        (lambda job: gl.time_to_train("job", "A100 80GB"), "job='job' must be a TrainingJob"),
-        (lambda job: gl.time_to_train(job, 3), "spec=3 must be a registry name"),
-        (lambda job: gl.costmodels.training_time.TrainingJob("j", math.nan, "f"), "flops=nan"),
-        (lambda job: gl.costmodels.training_time.TrainingJob("j", 1.0, "f", steps=0), "steps=0"),
-        (lambda job: gl.resnet_training_job(8e9, epochs=0), "epochs=0"),
-        (lambda job: gl.resnet_training_job("8e9"), "forward_flops_per_image='8e9'"),
-        (lambda job: gl.transformer_training_job(1e6, -1), "n_tokens=-1"),
-        (lambda job: gl.transformer_training_job(1e6, 1e9, embedding_params=1e6), "embedding"),
-        (lambda job: gl.transformer_training_job("ResNet-50", 1e9), "is not a transformer"),
-        (lambda job: gl.epoch_seconds(-1, "T4"), "flops=-1"),
-        (lambda job: gl.epoch_seconds(math.inf, "T4"), "flops=inf"),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", utilisation=1.5),
+            ValueError,
+            "utilisation=1.5",
+        ),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", utilisation=0),
+            ValueError,
+            "utilisation=0",
+        ),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", utilisation=math.nan),
+            ValueError,
+            "utilisation=nan",
+        ),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", utilisation="0.4"),
+            TypeError,
+            "utilisation='0.4'",
+        ),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=0), ValueError, "n_gpus=0"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=True), TypeError, "n_gpus=True"),
+        (lambda job: gl.time_to_train(job, "A100 80GB", n_gpus=2.0), TypeError, "n_gpus=2.0"),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", precision="fp64"),
+            ValueError,
+            "precision='fp64'",
+        ),
+        (
+            lambda job: gl.time_to_train(job, "A100 80GB", overlap=math.inf),
+            ValueError,
+            "overlap=inf",
+        ),
+        (
+            lambda job: gl.time_to_train(job, "K80", precision="amp_bf16"),
+            ValueError,
+            "no bf16 figure",
+        ),
+        (
+            lambda job: gl.time_to_train("job", "A100 80GB"),
+            TypeError,
+            "job='job' must be a TrainingJob",
+        ),
+        (lambda job: gl.time_to_train(job, 3), TypeError, "spec=3 must be a registry name"),
+        (
+            lambda job: gl.costmodels.training_time.TrainingJob("j", math.nan, "f"),
+            ValueError,
+            "flops=nan",
+        ),
+        (
+            lambda job: gl.costmodels.training_time.TrainingJob("j", 1.0, "f", steps=0),
+            ValueError,
+            "steps=0",
+        ),
+        (lambda job: gl.resnet_training_job(8e9, epochs=0), ValueError, "epochs=0"),
+        (lambda job: gl.resnet_training_job("8e9"), TypeError, "forward_flops_per_image='8e9'"),
+        (lambda job: gl.transformer_training_job(1e6, -1), ValueError, "n_tokens=-1"),
+        (
+            lambda job: gl.transformer_training_job(1e6, 1e9, embedding_params=1e6),
+            ValueError,
+            "embedding",
+        ),
+        (
+            lambda job: gl.transformer_training_job("ResNet-50", 1e9),
+            ValueError,
+            "is not a transformer",
+        ),
+        (lambda job: gl.epoch_seconds(-1, "T4"), ValueError, "flops=-1"),
+        (lambda job: gl.epoch_seconds(math.inf, "T4"), ValueError, "flops=inf"),
         (
             lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, "NVLink 4", utilisation=2),
+            ValueError,
             "utilisation=2",
         ),
-        (lambda job: gl.scaling_estimate(True, "H100 SXM", 8, "NVLink 4"), "model=True"),
-        (lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, 4), "link=4"),
-        (lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, "Nope"), "link=.Nope.: no"),
-        (lambda job: gl.training_flops_per_sample(1e6, image_size=-1), "image_size=-1"),
-        (lambda job: gl.resnet_training_job(8e9, name=3), "name=3 must be a str"),
-        (lambda job: gl.time_to_train(job, "T4", assumptions=[1]), r"assumptions=\[1\]"),
-        (lambda job: gl.training_flops_per_sample("BERT-huge"), "model='BERT-huge'"),
-        (lambda job: gl.gradient_bytes("fp8"), "precision='fp8'"),
+        (lambda job: gl.scaling_estimate(True, "H100 SXM", 8, "NVLink 4"), TypeError, "model=True"),
+        (lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, 4), TypeError, "link=4"),
+        (
+            lambda job: gl.scaling_estimate(1e9, "H100 SXM", 8, "Nope"),
+            ValueError,
+            "link=.Nope.: no",
+        ),
+        (lambda job: gl.training_flops_per_sample(1e6, image_size=-1), ValueError, "image_size=-1"),
+        (lambda job: gl.resnet_training_job(8e9, name=3), TypeError, "name=3 must be a str"),
+        (lambda job: gl.time_to_train(job, "T4", assumptions=[1]), TypeError, r"assumptions=\[1\]"),
+        (lambda job: gl.training_flops_per_sample("BERT-huge"), ValueError, "model='BERT-huge'"),
+        (lambda job: gl.gradient_bytes("fp8"), ValueError, "precision='fp8'"),
+        # model= takes a name or a parameter count: an unknown name or a count that is not
+        # above 0 is a bad value; anything else is a wrong type.
+        (lambda job: gl.training_flops_per_sample(-1), ValueError, "model=-1"),
+        (lambda job: gl.training_flops_per_sample(math.nan), ValueError, "model=nan"),
+        (lambda job: gl.training_flops_per_sample(None), TypeError, "model=None"),
+        (lambda job: gl.transformer_training_job(-1, 1e9), ValueError, "model=-1"),
+        (lambda job: gl.transformer_training_job("GPT-9", 1e9), ValueError, "model='GPT-9'"),
+        (lambda job: gl.transformer_training_job(["BERT-base"], 1e9), TypeError, "model="),
+        (lambda job: gl.scaling_estimate(0, "H100 SXM", 8, "NVLink 4"), ValueError, "model=0"),
+        (lambda job: gl.scaling_estimate("GPT-9", "H100 SXM", 8, "NVLink 4"), ValueError, "model="),
+        (
+            lambda job: gl.scaling_estimate("ResNet-50", "H100 SXM", 8, "NVLink 4"),
+            ValueError,
+            "model='ResNet-50' is not a transformer",
+        ),
+        (lambda job: gl.costmodels.training_time.TimeToTrain(42, *[None] * 6), TypeError, "job=42"),
+        (
+            lambda job: gl.costmodels.training_time.ScalingEstimate("m", 1.0, 42),
+            TypeError,
+            "prediction=42",
+        ),
     ],
 )
-def test_bad_inputs_are_refused_with_the_parameter_named(call, message):
+def test_bad_inputs_are_refused_with_the_parameter_named(call, error, message):
     job = gl.costmodels.training_time.TrainingJob("job", 1e18, "given")
-    with pytest.raises(ValueError, match=message):
+    with pytest.raises(error, match=message):
         call(job)
 
 

@@ -57,17 +57,33 @@ def test_format_rate_scales_by_magnitude_and_keeps_the_unit():
     assert gl.format_rate(-2e9, "B/s") == "-2 GB/s"
 
 
-@pytest.mark.parametrize("bad", [-1, math.nan, math.inf, True, "5", None])
-def test_formatters_refuse_what_is_not_a_quantity(bad):
-    with pytest.raises(ValueError, match="seconds="):
+@pytest.mark.parametrize(
+    "bad, error",
+    [
+        (-1, ValueError),
+        (math.nan, ValueError),
+        (math.inf, ValueError),
+        (True, TypeError),
+        ("5", TypeError),
+        (None, TypeError),
+    ],
+)
+def test_formatters_refuse_what_is_not_a_quantity(bad, error):
+    with pytest.raises(error, match="seconds="):
         gl.format_duration(bad)
-    with pytest.raises(ValueError, match="n_bytes="):
+    with pytest.raises(error, match="n_bytes="):
         gl.format_bytes(bad)
     if bad != -1:
-        with pytest.raises(ValueError, match="value="):
+        with pytest.raises(error, match="value="):
             gl.format_rate(bad, "B/s")
+
+
+def test_format_rate_needs_a_unit():
     with pytest.raises(ValueError, match="unit=''"):
         gl.format_rate(1.0, "")
+    for bad in (42, None, b"B/s"):
+        with pytest.raises(TypeError, match=f"unit={bad!r}"):
+            gl.format_rate(1.0, bad)
 
 
 def test_fraction_wording_names_the_allowed_range():
@@ -82,9 +98,11 @@ def test_fraction_wording_names_the_allowed_range():
 
 def test_choice_does_not_confuse_bools_with_numbers():
     assert _checks.choice("n", 1, (1, 2)) == 1
-    with pytest.raises(ValueError, match="n=True is not known"):
+    with pytest.raises(TypeError, match="n=True must be one of 1, 2, not bool"):
         _checks.choice("n", True, (1, 2))
-    with pytest.raises(ValueError, match="x=\\[1\\] is not known"):
+    with pytest.raises(ValueError, match="n=3 is not known"):
+        _checks.choice("n", 3, (1, 2))
+    with pytest.raises(TypeError, match="x=\\[1\\] must be one of 'a', 'b', not list"):
         _checks.choice("x", [1], ("a", "b"))
 
 

@@ -33,6 +33,7 @@ from gpulab._checks import (
     positive_int,
     positive_number,
     text,
+    wrong_type,
 )
 from gpulab.costmodels.published_models import NamedModel, resolve_model
 from gpulab.costmodels.training_time import (
@@ -189,9 +190,9 @@ class DeviceOption:
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DeviceSpec):
-            raise ValueError(f"spec={self.spec!r} must be a DeviceSpec (gl.get_spec(name))")
+            raise wrong_type("spec", self.spec, "a DeviceSpec (gl.get_spec(name))")
         if self.fits is not None and not isinstance(self.fits, bool):
-            raise ValueError(f"fits={self.fits!r} must be True, False or None")
+            raise wrong_type("fits", self.fits, "True, False or None")
         for name in ("epoch_s", "cost"):
             if getattr(self, name) is not None:
                 non_negative_number(name, getattr(self, name))
@@ -238,11 +239,11 @@ class TrainingPlan:
         if isinstance(self.options, (str, bytes)) or not all(
             isinstance(o, DeviceOption) for o in _iterable("options", self.options)
         ):
-            raise ValueError(f"options={self.options!r} must be a sequence of DeviceOption")
+            raise wrong_type("options", self.options, "a sequence of DeviceOption")
         if isinstance(self.notes, str) or not all(
             isinstance(n, str) for n in _iterable("notes", self.notes)
         ):
-            raise ValueError(f"notes={self.notes!r} must be a sequence of sentences (str)")
+            raise wrong_type("notes", self.notes, "a sequence of sentences (str)")
 
     def fitting(self) -> list[DeviceOption]:
         """Options whose memory holds the job, fastest first (unknown times last).
@@ -288,7 +289,7 @@ def _iterable(name: str, value):
     try:
         return iter(value)
     except TypeError:
-        raise ValueError(f"{name}={value!r} must be a sequence") from None
+        raise wrong_type(name, value, "a sequence") from None
 
 
 def _default_devices() -> list[DeviceSpec]:
@@ -384,7 +385,7 @@ def plan_training(
         positive_int("model", model)
         named, name, n_params, flops_model = None, f"{model:,}-parameter model", model, model
     else:
-        raise ValueError(f"model={model!r} must be a named model or a parameter count (int)")
+        raise wrong_type("model", model, "a named model or a parameter count (int)")
 
     if named is not None and named.family == "cnn":
         size = named.image_size if image_size is None else image_size

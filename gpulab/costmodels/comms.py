@@ -26,6 +26,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Real
 from typing import TYPE_CHECKING
 
 from gpulab._checks import (
@@ -34,6 +35,7 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
+    wrong_type,
 )
 from gpulab.hardware.interconnects import resolve_link
 
@@ -80,7 +82,9 @@ def _coefficients(collective: str, p: int, algorithm: str) -> tuple[float, float
     """(a, b) such that the collective takes ``a·α + b·n/β`` on ``p`` ranks."""
     choice("collective", collective, COLLECTIVES)
     allowed = COLLECTIVES[collective]
-    if not isinstance(algorithm, str) or algorithm not in allowed:
+    if not isinstance(algorithm, str):
+        raise wrong_type("algorithm", algorithm, f"one of {', '.join(map(repr, allowed))}")
+    if algorithm not in allowed:
         raise ValueError(
             f"algorithm={algorithm!r} is not modelled for {collective}; "
             f"use one of {', '.join(allowed)}"
@@ -308,7 +312,7 @@ def bus_bandwidth(n_bytes: float, time_s: float, n_gpus: int) -> float:
 def _numbers(name: str, values, *, positive: bool) -> list[float]:
     """A list of floats from a sequence of real numbers (or a NumPy array), each checked."""
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
-        raise ValueError(f"{name}={values!r} must be a sequence of numbers")
+        raise wrong_type(name, values, "a sequence of numbers")
     check = positive_number if positive else non_negative_number
     items = list(values.tolist() if hasattr(values, "tolist") else values)
     return [check(f"{name}[{i}]", v) for i, v in enumerate(items)]
@@ -537,22 +541,34 @@ class RingStep:
 def _values(values) -> np.ndarray:
     import numpy as np
 
+    def leaves(value):
+        if isinstance(value, np.ndarray):
+            value = value.tolist()
+        if isinstance(value, (list, tuple)):
+            for item in value:
+                yield from leaves(item)
+        else:
+            yield value
+
+    wanted = "a 2-D array of numbers, one row per rank"
+    if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
+        raise wrong_type("values", values, wanted)
+    if not all(isinstance(v, Real) and not isinstance(v, bool) for v in leaves(values)):
+        raise TypeError(f"values={values!r:.60} must be {wanted} (no str, bool or None in it)")
     try:
         array = np.asarray(values, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(
-            f"values={values!r:.60} must be a 2-D array of numbers, one row per rank"
-        ) from None
-    if isinstance(values, (str, bytes)) or array.ndim != 2:
-        raise ValueError(f"values={values!r:.60} must be a 2-D array, one row per rank")
+    except ValueError:  # rows of different lengths
+        raise ValueError(f"values={values!r:.60} must be {wanted}, rows of one length") from None
+    if array.ndim != 2:
+        raise ValueError(f"values={values!r:.60} must be {wanted}")
     p, n = array.shape
     if p < 2 or n < p:
         raise ValueError(
             f"values has shape {array.shape}: need at least 2 ranks (rows) and at least one "
             "element per rank in each row (columns >= rows)"
         )
-    if not np.all(np.isfinite(array)) or any(isinstance(v, bool) for v in np.ravel(values)):
-        raise ValueError("values must hold finite numbers only (no NaN, inf or bools)")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"values={values!r:.60} must hold finite numbers only (no NaN or inf)")
     return array
 
 

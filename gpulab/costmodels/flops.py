@@ -15,8 +15,9 @@ See also the chapter "Parallel compute" (``book/parallel_compute.md``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from numbers import Integral
 
-from gpulab._checks import choice, non_negative_int, positive_int
+from gpulab._checks import choice, positive_int, wrong_type
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 
 __all__ = [
@@ -38,21 +39,16 @@ def _positive_ints(**values: int) -> None:
 
 def _pair(name: str, value: int | Sequence[int], *, allow_zero: bool = False) -> tuple[int, int]:
     """``value`` as (height, width): an int for both, or a pair; each above 0 (or 0 or more)."""
-    if isinstance(value, (str, bytes)) or not isinstance(value, (int, Sequence)):
-        raise ValueError(f"{name}={value!r} must be an int or a pair of ints")
-    pair = (value, value) if isinstance(value, int) else tuple(value)
-    if len(pair) != 2:
-        raise ValueError(f"{name}={value!r} must be an int or a pair of ints")
-    check = non_negative_int if allow_zero else positive_int
-    for v in pair:
-        try:
-            check(name, v)
-        except ValueError:
-            kind = "0 or more" if allow_zero else "positive"
-            raise ValueError(
-                f"{name}={value!r} must be a {kind} int or a pair of {kind} ints"
-            ) from None
-    return pair  # type: ignore[return-value]
+    kind = "0 or more" if allow_zero else "positive"
+    wanted = f"a {kind} int or a pair of {kind} ints"
+    if isinstance(value, (str, bytes)) or not isinstance(value, (Integral, Sequence)):
+        raise wrong_type(name, value, wanted)
+    pair = (value, value) if isinstance(value, Integral) else tuple(value)
+    if not all(isinstance(v, Integral) and not isinstance(v, bool) for v in pair):
+        raise wrong_type(name, value, wanted)
+    if len(pair) != 2 or min(pair) < (0 if allow_zero else 1):
+        raise ValueError(f"{name}={value!r} must be {wanted}")
+    return tuple(int(v) for v in pair)  # type: ignore[return-value]
 
 
 def _with_backward(forward: int, backward: bool, input_grad: bool) -> int:
@@ -308,7 +304,7 @@ def eager_cost(fn: Callable[[], object]) -> tuple[float, float]:
     from torch.utils.flop_counter import FlopCounterMode
 
     if not callable(fn):
-        raise ValueError(f"fn={fn!r} must be a function of no arguments, e.g. lambda: a @ b")
+        raise wrong_type("fn", fn, "a function of no arguments, e.g. lambda: a @ b")
     dispatch_mode = dispatch_mode_class()
 
     class _Traffic(dispatch_mode):
@@ -382,7 +378,7 @@ def fusion_traffic(fn: Callable, n_elem: int = 2**28, *, precision: str = "fp32"
     import torch.fx
 
     if not callable(fn):
-        raise ValueError(f"fn={fn!r} must be a function of one tensor, e.g. lambda x: x * 2")
+        raise wrong_type("fn", fn, "a function of one tensor, e.g. lambda x: x * 2")
     n_elem = positive_int("n_elem", n_elem)
     choice("precision", precision, FUSION_PRECISIONS)
     try:
@@ -395,10 +391,14 @@ def fusion_traffic(fn: Callable, n_elem: int = 2**28, *, precision: str = "fp32"
     nodes = list(module.graph.nodes)
     inputs = [n for n in nodes if n.op == "placeholder"]
     ops = [n for n in nodes if n.op in ("call_function", "call_method", "call_module")]
-    if len(inputs) != 1 or not 1 <= len(ops) <= _MAX_FUSED_OPS:
+    if len(inputs) != 1:
+        raise TypeError(
+            f"fn={fn!r} must be a function of one tensor, e.g. lambda x: x * 2; it takes "
+            f"{len(inputs)} arguments"
+        )
+    if not 1 <= len(ops) <= _MAX_FUSED_OPS:
         raise ValueError(
-            f"fn={fn!r} must take one tensor and run 1 to {_MAX_FUSED_OPS} operations; it takes "
-            f"{len(inputs)} argument(s) and runs {len(ops)}"
+            f"fn={fn!r} must run 1 to {_MAX_FUSED_OPS} operations on its tensor; it runs {len(ops)}"
         )
     x = torch.empty(n_elem, device="meta", dtype=getattr(torch, TORCH_DTYPE_NAMES[precision]))
     kernels = []

@@ -24,6 +24,7 @@ from gpulab._checks import (
     positive_int,
     positive_number,
     text,
+    wrong_type,
 )
 from gpulab.hardware.precision import PEAK_PRECISIONS, compute_bytes
 from gpulab.hardware.specs import resolve_spec
@@ -330,7 +331,7 @@ def generation_timing(start_s: float, token_times_s: Sequence[float]) -> Generat
     """
     start_s = finite_number("start_s", start_s)
     if isinstance(token_times_s, (str, bytes)) or not isinstance(token_times_s, Sequence):
-        raise ValueError(f"token_times_s={token_times_s!r} must be a sequence of times")
+        raise wrong_type("token_times_s", token_times_s, "a sequence of times")
     if len(token_times_s) == 0:
         raise ValueError("token_times_s=[] is empty: at least one token is needed")
     times = [finite_number(f"token_times_s[{i}]", t) for i, t in enumerate(token_times_s)]

@@ -52,7 +52,7 @@ import contextlib
 import copy
 from dataclasses import dataclass
 
-from gpulab._checks import choice, fraction, non_negative_int, positive_int
+from gpulab._checks import choice, flag, fraction, non_negative_int, positive_int, wrong_type
 from gpulab.hardware.precision import TRAINING_PRECISIONS
 from gpulab.hardware.specs import list_specs, resolve_spec
 from gpulab.units import format_bytes
@@ -301,7 +301,7 @@ def gpus_that_fit(estimate: MemoryEstimate, *, kind: str = "gpu", headroom: floa
     ['A100 80GB SXM4']
     """
     if not isinstance(estimate, MemoryEstimate):
-        raise ValueError(f"estimate={estimate!r} must be a MemoryEstimate")
+        raise wrong_type("estimate", estimate, "a MemoryEstimate (gl.estimate_training_memory)")
     headroom = fraction("headroom", headroom, allow_zero=False)
     specs = [s for s in list_specs(kind) if s.memory_bytes is not None]
     fitting = [s for s in specs if estimate.fits(s, headroom=headroom)]
@@ -390,7 +390,7 @@ def _saved_storages(
 
     choice("precision", precision, TRAINING_PRECISIONS)
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+        raise wrong_type("model", model, "a torch.nn.Module")
     model, inputs = _prepare(model, example_input, precision)
     own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     saved: dict[tuple[str, int], tuple[int, bool]] = {}
@@ -451,11 +451,10 @@ def optimizer_temporaries_bytes(
     """
     choice("optimizer", optimizer, OPTIMIZERS)
     choice("precision", precision, TRAINING_PRECISIONS)
-    if not isinstance(foreach, bool):
-        raise ValueError(f"foreach={foreach!r} must be True or False")
-    if isinstance(param_sizes, str) or not hasattr(param_sizes, "__iter__"):
-        raise ValueError(f"param_sizes={param_sizes!r} must be a sequence of element counts")
-    sizes = [positive_int("param_sizes", n) for n in param_sizes]
+    flag("foreach", foreach)
+    if isinstance(param_sizes, (str, bytes)) or not hasattr(param_sizes, "__iter__"):
+        raise wrong_type("param_sizes", param_sizes, "a sequence of element counts")
+    sizes = [positive_int(f"param_sizes[{i}]", n) for i, n in enumerate(param_sizes)]
     if not sizes:
         raise ValueError("param_sizes=[] is empty: give the element count of each parameter")
     if _STATES_PER_PARAM[optimizer] < 2:
@@ -510,13 +509,14 @@ def estimate_step_memory(
     import torch
 
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+        raise wrong_type("model", model, "a torch.nn.Module")
     choice("optimizer", optimizer, OPTIMIZERS)
     sizes = [p.numel() for p in model.parameters() if p.requires_grad]
     if not sizes:
         raise ValueError("model has no trainable parameters")
     if foreach is None:
         foreach = _model_device(model).type == "cuda"
+    flag("foreach", foreach)
     saved = _saved_storages(model, example_input, precision, with_inputs=True)
     largest = max((nbytes for nbytes, floating in saved if floating), default=0)
     return estimate_training_memory(
@@ -642,9 +642,9 @@ def measure_training_memory(
     choice("precision", precision, TRAINING_PRECISIONS)
     choice("optimizer", optimizer, OPTIMIZERS)
     if not isinstance(model, torch.nn.Module):
-        raise ValueError(f"model={type(model).__name__} must be a torch.nn.Module")
+        raise wrong_type("model", model, "a torch.nn.Module")
     if loss_fn is not None and not callable(loss_fn):
-        raise ValueError(f"loss_fn={loss_fn!r} must be a callable (outputs, targets) -> loss")
+        raise wrong_type("loss_fn", loss_fn, "a callable (outputs, targets) -> loss")
     loss_fn = loss_fn or F.cross_entropy
     model, inputs = _prepare(copy.deepcopy(model), inputs, precision)
     device = _model_device(model)

@@ -34,6 +34,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from numbers import Integral
 
 from gpulab._checks import (
     choice,
@@ -43,6 +44,7 @@ from gpulab._checks import (
     non_negative_number,
     positive_int,
     positive_number,
+    wrong_type,
 )
 from gpulab.costmodels.comms import allreduce_bytes_per_rank, dp_step_time
 from gpulab.hardware.interconnects import resolve_link
@@ -78,7 +80,9 @@ _BLOCKS = {"mlp": 1, "attention": 1, "layer": 2}  # tensor-parallel blocks per u
 
 
 def _bytes_per_value(name: str, value) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value not in (1, 2, 4, 8):
+    if isinstance(value, bool) or not isinstance(value, Integral):
+        raise wrong_type(name, value, "1, 2, 4 or 8 (bytes per value)")
+    if value not in (1, 2, 4, 8):
         raise ValueError(f"{name}={value!r} must be 1, 2, 4 or 8 (bytes per value)")
     return int(value)
 
@@ -259,7 +263,9 @@ def pipeline_inflight_microbatches(
     p = positive_int("n_stages", n_stages)
     m = positive_int("n_microbatches", n_microbatches)
     choice("schedule", schedule, SCHEDULES)
-    if isinstance(stage, bool) or not isinstance(stage, int) or not 0 <= stage < p:
+    if isinstance(stage, bool) or not isinstance(stage, Integral):
+        raise wrong_type("stage", stage, f"a stage index from 0 to {p - 1}")
+    if not 0 <= stage < p:
         raise ValueError(f"stage={stage!r} must be a stage index from 0 to {p - 1}")
     return m if schedule == "gpipe" else min(m, p - stage)
 
@@ -366,7 +372,7 @@ class ParallelPlan:
         non_negative_number("activation_bytes_per_gpu", self.activation_bytes_per_gpu)
         positive_number("memory_bytes", self.memory_bytes)
         if not isinstance(self.lines, tuple) or not all(isinstance(x, str) for x in self.lines):
-            raise ValueError(f"lines={self.lines!r} must be a tuple of str")
+            raise wrong_type("lines", self.lines, "a tuple of str")
 
     @property
     def n_gpus(self) -> int:
@@ -564,12 +570,11 @@ def amdahl_speedup(n_gpus: int, serial_fraction: float) -> float:
 
 
 def _stage(stage) -> int:
-    try:
-        if non_negative_int("stage", stage) <= 3:
-            return int(stage)
-    except ValueError:
-        pass
-    raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
+    if isinstance(stage, bool) or not isinstance(stage, Integral):
+        raise wrong_type("stage", stage, "0, 1, 2 or 3")
+    if not 0 <= stage <= 3:
+        raise ValueError(f"stage={stage!r} must be 0, 1, 2 or 3")
+    return int(stage)
 
 
 @dataclass(frozen=True)
@@ -681,7 +686,7 @@ def scaling_curve(
     [1.0, 0.759, 0.643]
     """
     if isinstance(n_gpus, (str, bytes)) or not hasattr(n_gpus, "__iter__"):
-        raise ValueError(f"n_gpus={n_gpus!r} must be a sequence of GPU counts, e.g. [1, 2, 4]")
+        raise wrong_type("n_gpus", n_gpus, "a sequence of GPU counts, e.g. [1, 2, 4]")
     counts = [positive_int(f"n_gpus[{i}]", p) for i, p in enumerate(n_gpus)]
     if not counts:
         raise ValueError("n_gpus=[] must hold at least one GPU count")
@@ -745,11 +750,13 @@ class PipelineSchedule:
         if not isinstance(self.ops, tuple) or not all(
             isinstance(op, PipelineOp) for op in self.ops
         ):
-            raise ValueError(f"ops={self.ops!r:.60} must be a tuple of PipelineOp")
+            raise TypeError(
+                f"ops={self.ops!r:.60} must be a tuple of PipelineOp, not {type(self.ops).__name__}"
+            )
         non_negative_number("step_s", self.step_s)
         fraction("bubble", self.bubble, allow_one=False)
         if not isinstance(self.peak_in_flight, tuple):
-            raise ValueError(f"peak_in_flight={self.peak_in_flight!r} must be a tuple of ints")
+            raise wrong_type("peak_in_flight", self.peak_in_flight, "a tuple of ints")
         for i, v in enumerate(self.peak_in_flight):
             non_negative_int(f"peak_in_flight[{i}]", v)
 
@@ -758,7 +765,7 @@ def _per_stage(name: str, values, n_stages: int | None = None) -> list[float]:
     if hasattr(values, "tolist"):  # a NumPy array
         values = values.tolist()
     if isinstance(values, (str, bytes, Mapping)) or not isinstance(values, Sequence):
-        raise ValueError(f"{name}={values!r} must be a sequence of seconds, one per stage")
+        raise wrong_type(name, values, "a sequence of seconds, one per stage")
     out = [positive_number(f"{name}[{i}]", v) for i, v in enumerate(values)]
     if not out:
         raise ValueError(f"{name}={values!r} must hold one time per stage (at least one)")

@@ -24,8 +24,17 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from numbers import Real
 
-from gpulab._checks import choice, flag, non_negative_number, positive_int, positive_number
+from gpulab._checks import (
+    choice,
+    flag,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    text,
+    wrong_type,
+)
 from gpulab.hardware.precision import PEAK_PRECISIONS, TORCH_DTYPE_NAMES
 from gpulab.hardware.specs import DeviceSpec, resolve_spec
 from gpulab.units import format_bytes, format_duration, format_rate
@@ -47,7 +56,7 @@ _CEILING_PRECISIONS = PEAK_PRECISIONS
 
 
 def _name(label: str, value) -> str:
-    if not isinstance(value, str) or not value.strip():
+    if not text(label, value).strip():
         raise ValueError(f"{label}={value!r} must be a non-empty str")
     return value
 
@@ -140,8 +149,7 @@ class Ceilings:
         positive_number("memory_bandwidth", self.memory_bandwidth)
         non_negative_number("overhead_s", self.overhead_s)
         flag("measured", self.measured)
-        if not isinstance(self.note, str):
-            raise ValueError(f"note={self.note!r} must be a str")
+        text("note", self.note)
 
     @classmethod
     def from_spec(cls, spec: DeviceSpec | str, precision: str = "fp32") -> Ceilings:
@@ -259,8 +267,7 @@ class RooflinePoint:
     time_s: float | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str):
-            raise ValueError(f"name={self.name!r} must be a str")
+        text("name", self.name)
         non_negative_number("flops", self.flops)
         positive_number("bytes_moved", self.bytes_moved)
         if self.time_s is not None:
@@ -427,7 +434,9 @@ def measure_ceilings(
     from gpulab.measure.cpu import cpu_model
     from gpulab.measure.device import scale, tf32, torch_device
 
-    if not isinstance(precision, str) or precision not in TORCH_DTYPE_NAMES:
+    if not isinstance(precision, str):
+        raise wrong_type("precision", precision, f"one of {', '.join(TORCH_DTYPE_NAMES)}")
+    if precision not in TORCH_DTYPE_NAMES:
         raise ValueError(
             f"precision={precision!r} cannot be measured; use one of {', '.join(TORCH_DTYPE_NAMES)}"
         )
@@ -488,6 +497,20 @@ def _as_ceilings_list(ceilings, precision: str) -> list[Ceilings]:
     return [_ceilings(item, precision, label="ceilings") for item in items]
 
 
+def _intensity_range(value) -> tuple[float, float]:
+    """``value`` as (low, high) FLOPs per byte, with 0 < low < high, both finite."""
+    wanted = "(low, high) with 0 < low < high, finite"
+    if (
+        isinstance(value, (str, bytes))
+        or not isinstance(value, Sequence)
+        or not all(isinstance(v, Real) and not isinstance(v, bool) for v in value)
+    ):
+        raise wrong_type("intensity_range", value, wanted)
+    if len(value) != 2 or not all(math.isfinite(v) for v in value) or not 0 < value[0] < value[1]:
+        raise ValueError(f"intensity_range={value!r} must be {wanted}")
+    return float(value[0]), float(value[1])
+
+
 def plot_roofline(
     ceilings,
     points: Sequence[RooflinePoint] = (),
@@ -536,23 +559,16 @@ def plot_roofline(
 
     roofs = _as_ceilings_list(ceilings, precision)
     if isinstance(points, (str, RooflinePoint)) or not isinstance(points, Sequence):
-        raise ValueError(f"points={points!r} must be a sequence of RooflinePoint")
+        raise wrong_type("points", points, "a sequence of RooflinePoint")
     for i, point in enumerate(points):
         if not isinstance(point, RooflinePoint):
-            raise ValueError(f"points[{i}]={point!r} must be a RooflinePoint")
+            raise wrong_type(f"points[{i}]", point, "a RooflinePoint")
     ax = ax or plt.subplots(figsize=(7, 4.5))[1]
     if intensity_range is None:
         lows = [p.intensity for p in points if p.intensity > 0] + [0.05]
         highs = [p.intensity for p in points] + [r.ridge_point for r in roofs]
         intensity_range = (min(lows) / 3, max(highs) * 8)
-    try:
-        low, high = (positive_number("intensity_range", v) for v in intensity_range)
-    except (TypeError, ValueError):
-        low = high = 0.0
-    if not 0 < low < high:
-        raise ValueError(
-            f"intensity_range={intensity_range!r} must be (low, high) with 0 < low < high, finite"
-        )
+    low, high = _intensity_range(intensity_range)
     x = np.logspace(np.log10(low), np.log10(high), 400)
     palette = [COLORS["cpu"], COLORS["gpu"], COLORS["tpu"], "#DD8452", "#937860", "#DA8BC3"]
     for i, roof in enumerate(roofs):

@@ -39,6 +39,7 @@ from gpulab._checks import (
     positive_number,
     sentences,
     text,
+    wrong_type,
 )
 from gpulab.costmodels.published_models import named_model_or_none
 from gpulab.hardware.precision import peak_precision
@@ -398,9 +399,9 @@ class TimeToTrain:
         from gpulab.hardware.specs import DeviceSpec
 
         if not isinstance(self.job, TrainingJob):
-            raise ValueError(f"job={self.job!r} must be a TrainingJob")
+            raise wrong_type("job", self.job, "a TrainingJob")
         if not isinstance(self.spec, DeviceSpec):
-            raise ValueError(f"spec={self.spec!r} must be a DeviceSpec (gl.get_spec(name))")
+            raise wrong_type("spec", self.spec, "a DeviceSpec (gl.get_spec(name))")
         positive_int("n_gpus", self.n_gpus)
         choice("precision", self.precision, TIME_PRECISIONS)
         positive_number("peak_flops", self.peak_flops)
@@ -500,7 +501,7 @@ def time_to_train(
     from gpulab.hardware.interconnects import resolve_link
 
     if not isinstance(job, TrainingJob):
-        raise ValueError(f"job={job!r} must be a TrainingJob (gl.resnet_training_job, ...)")
+        raise wrong_type("job", job, "a TrainingJob (gl.resnet_training_job, ...)")
     found = resolve_spec("spec", spec)
     n_gpus = positive_int("n_gpus", n_gpus)
     u = fraction("utilisation", utilisation, allow_zero=False)
@@ -587,7 +588,7 @@ class ScalingEstimate:
         text("model", self.model)
         positive_number("tokens_per_gpu", self.tokens_per_gpu)
         if not isinstance(self.prediction, TimeToTrain):
-            raise ValueError(f"prediction={self.prediction!r} must be a TimeToTrain")
+            raise wrong_type("prediction", self.prediction, "a TimeToTrain")
 
     @property
     def step(self):

@@ -16,7 +16,14 @@ import re
 from dataclasses import dataclass
 from importlib import resources
 
-from gpulab._checks import choice, non_negative_number, positive_int, positive_number, wrong_type
+from gpulab._checks import (
+    choice,
+    non_negative_number,
+    positive_int,
+    positive_number,
+    text,
+    wrong_type,
+)
 
 __all__ = ["Interconnect", "interconnect", "list_interconnects", "resolve_link"]
 
@@ -56,14 +63,13 @@ class Interconnect:
     year: int | None = None
 
     def __post_init__(self) -> None:
-        if not isinstance(self.name, str) or not self.name.strip():
+        if not text("name", self.name).strip():
             raise ValueError(f"name={self.name!r} must be a non-empty str")
         positive_number("bandwidth", self.bandwidth)
         if self.latency_s is not None:
             non_negative_number("latency_s", self.latency_s)
         for label in ("source_url", "notes"):
-            if not isinstance(getattr(self, label), str):
-                raise ValueError(f"{label}={getattr(self, label)!r} must be a str")
+            text(label, getattr(self, label))
         choice("kind", self.kind, ("", *_KINDS))
         if self.year is not None:
             positive_int("year", self.year)

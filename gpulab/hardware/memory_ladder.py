@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from gpulab._checks import positive_number
+from gpulab._checks import positive_number, text
 from gpulab.hardware.interconnects import interconnect
 from gpulab.hardware.specs import resolve_spec
 
@@ -32,8 +32,7 @@ class MemoryLevel:
 
     def __post_init__(self) -> None:
         for name in ("level", "source_url", "notes"):
-            if not isinstance(getattr(self, name), str):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be a str")
+            text(name, getattr(self, name))
         for name in ("capacity_bytes", "bandwidth_bytes_per_s"):
             if getattr(self, name) is not None:
                 positive_number(name, getattr(self, name))

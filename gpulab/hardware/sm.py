@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 
-from gpulab._checks import non_negative_int, positive_int, text
+from gpulab._checks import non_negative_int, positive_int, text, wrong_type
 from gpulab.hardware.specs import resolve_spec
 
 __all__ = ["SmArchitecture", "list_sm_architectures", "sm_architecture"]
@@ -112,11 +112,9 @@ class SmArchitecture:
             text(name, getattr(self, name))
         text("anatomy_source_url", self.anatomy_source_url)
         text("notes", self.notes)
-        if not (
-            isinstance(self.chips, tuple)
-            and self.chips
-            and all(isinstance(c, str) for c in self.chips)
-        ):
+        if not (isinstance(self.chips, tuple) and all(isinstance(c, str) for c in self.chips)):
+            raise wrong_type("chips", self.chips, "a non-empty tuple of chip names (str)")
+        if not self.chips:
             raise ValueError(f"chips={self.chips!r} must be a non-empty tuple of chip names")
         for name in _INT_FIELDS:
             check = non_negative_int if name in _MAY_BE_ZERO else positive_int

@@ -131,10 +131,12 @@ class DeviceSpec:
         if self.sm_count is not None:
             positive_int("sm_count", self.sm_count)
         if not isinstance(self.peak_flops, dict):
-            raise ValueError(
-                f"peak_flops={self.peak_flops!r} must be a dict of precision to FLOP/s"
-            )
+            raise wrong_type("peak_flops", self.peak_flops, "a dict of precision to FLOP/s")
         for key, value in self.peak_flops.items():
+            if not isinstance(key, str):
+                raise wrong_type(
+                    "peak_flops", self.peak_flops, "a dict whose keys are precision names"
+                )
             if key not in PEAK_PRECISIONS:
                 raise ValueError(
                     f"peak_flops has a figure for {key!r}; the keys must be among "
@@ -249,9 +251,8 @@ def list_specs(kind: str | None = None) -> list[DeviceSpec]:
     >>> [s.name for s in gl.list_specs("cpu") if s.year >= 2024]
     ['AMD EPYC 9755', 'Intel Xeon 6980P']
     """
-    kinds = ("gpu", "cpu", "tpu")
-    if kind is not None and kind not in kinds:
-        raise ValueError(f"kind={kind!r} is not known; use one of {', '.join(kinds)} or None")
+    if kind is not None:
+        choice("kind", kind, ("gpu", "cpu", "tpu"))
     specs = [s for s in _registry() if kind is None or s.kind == kind]
     return sorted(specs, key=lambda s: (s.year, s.name))
 
@@ -500,9 +501,10 @@ def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):
         except ValueError as exc:
             raise ValueError(f"{name}={value!r}: {exc}") from None
     else:
-        raise TypeError(
-            f"{name}={value!r} must be a registry name such as 'A100 80GB' or a DeviceSpec "
-            "(gl.list_specs() lists them)"
+        raise wrong_type(
+            name,
+            value,
+            "a registry name such as 'A100 80GB' or a DeviceSpec (gl.list_specs() lists them)",
         )
     if kinds is not None and spec.kind not in kinds:
         raise ValueError(

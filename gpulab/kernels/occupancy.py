@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab._checks import choice, non_negative_int, positive_int, positive_number, text
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number, text, wrong_type
 from gpulab.hardware.specs import resolve_spec
 
 __all__ = ["Occupancy", "WavePrediction", "matmul_waves", "occupancy"]
@@ -66,7 +66,7 @@ class Occupancy:
             non_negative_int(name, getattr(self, name))
         positive_int("max_warps_per_sm", self.max_warps_per_sm)
         if not isinstance(self.blocks_by_resource, dict):
-            raise ValueError(f"blocks_by_resource={self.blocks_by_resource!r} must be a dict")
+            raise wrong_type("blocks_by_resource", self.blocks_by_resource, "a dict")
 
     @property
     def fraction(self) -> float:
@@ -242,8 +242,10 @@ def matmul_waves(spec, n: int, *, tile: int = 128, precision: str = "fp16") -> W
     device = resolve_spec("spec", spec, kinds=("gpu",))
     n = positive_int("n", n)
     tile = positive_int("tile", tile)
-    if precision not in PEAK_PRECISIONS or precision not in device.peak_flops:
-        have = [p for p in PEAK_PRECISIONS if p in device.peak_flops]
+    have = [p for p in PEAK_PRECISIONS if p in device.peak_flops]
+    if not isinstance(precision, str):
+        raise wrong_type("precision", precision, f"one of {have} for {device.name}")
+    if precision not in have:
         raise ValueError(f"precision={precision!r} must be one of {have} for {device.name}")
     if not device.sm_count:
         raise ValueError(f"spec={spec!r}: the registry gives no SM count for {device.name}")

@@ -36,10 +36,11 @@ import threading
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 
-from gpulab._checks import fraction, non_negative_int, positive_int
+from gpulab._checks import flag, fraction, non_negative_int, positive_int, wrong_type
 
 __all__ = [
     "Dim3",
@@ -78,19 +79,17 @@ class Dim3:
     @classmethod
     def of(cls, value: int | tuple[int, ...] | Dim3, name: str) -> Dim3:
         """A size from an int, a tuple of 1 to 3 ints or a Dim3, each at least 1."""
+        wanted = "1 to 3 positive integers, e.g. 4 or (4, 2)"
         if isinstance(value, Dim3):
             dims = (value.x, value.y, value.z)
         elif isinstance(value, (tuple, list)):
             dims = tuple(value)
         else:
             dims = (value,)
-        ok = 1 <= len(dims) <= 3
-        try:
-            ok = ok and all(positive_int(name, d) for d in dims)
-        except ValueError:
-            ok = False
-        if not ok:
-            raise ValueError(f"{name}={value!r} must be 1 to 3 positive integers, e.g. 4 or (4, 2)")
+        if not all(isinstance(d, Integral) and not isinstance(d, bool) for d in dims):
+            raise wrong_type(name, value, wanted)
+        if not 1 <= len(dims) <= 3 or min(dims) < 1:
+            raise ValueError(f"{name}={value!r} must be {wanted}")
         return cls(*dims)
 
     @property
@@ -110,7 +109,7 @@ class ThreadContext:
     def __post_init__(self) -> None:
         for name in ("blockIdx", "threadIdx", "blockDim", "gridDim"):
             if not isinstance(getattr(self, name), Dim3):
-                raise ValueError(f"{name}={getattr(self, name)!r} must be a Dim3")
+                raise wrong_type(name, getattr(self, name), "a Dim3")
 
     @property
     def global_x(self) -> int:
@@ -345,7 +344,7 @@ class _SimCuda:
 
 def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
     if not callable(kernel):
-        raise ValueError(f"kernel={kernel!r} must be a function {what}")
+        raise wrong_type("kernel", kernel, f"a function {what}")
     grid_dim, block_dim = Dim3.of(grid, "grid"), Dim3.of(block, "block")
     if block_dim.size > _MAX_THREADS_PER_BLOCK:
         raise ValueError(
@@ -438,7 +437,7 @@ class KernelCounts:
             non_negative_int(name, getattr(self, name))
         fraction("active_fraction", self.active_fraction)
         if not isinstance(self.by_array, dict):
-            raise ValueError(f"by_array={self.by_array!r} must be a dict")
+            raise wrong_type("by_array", self.by_array, "a dict")
 
     @property
     def sector_efficiency(self) -> float:
@@ -597,10 +596,9 @@ def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True
     """
     kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
     if not isinstance(kernel, types.FunctionType):
-        raise ValueError(f"kernel={kernel!r} must be a Python function in Numba's CUDA style")
+        raise wrong_type("kernel", kernel, "a Python function in Numba's CUDA style")
     grid_dim, block_dim = _check_launch(kernel, grid, block, "in Numba's CUDA style")
-    if not isinstance(count, bool):
-        raise ValueError(f"count={count!r} must be True or False")
+    flag("count", count)
     names = _names(kernel)
     if len(args) != len(names):
         raise ValueError(
