@@ -60,12 +60,13 @@ def test_ring_drawing_is_the_simulation():
 
 
 @pytest.mark.parametrize(
-    "values, match",
-    [([1, 2, 3], "2-D"), ([[1.0, 2.0]], "at least 2 ranks"), ([[1.0], [2.0]], "columns"),
-     ([[1.0, np.nan], [1.0, 2.0]], "finite"), ("ab", "2-D")],
+    "values, error, match",
+    [([1, 2, 3], ValueError, "2-D"), ([[1.0, 2.0]], ValueError, "at least 2 ranks"),
+     ([[1.0], [2.0]], ValueError, "columns"), ([[1.0, np.nan], [1.0, 2.0]], ValueError, "finite"),
+     ("ab", TypeError, "values")],
 )  # fmt: skip
-def test_ring_refuses_bad_values(values, match):
-    with pytest.raises(ValueError, match=match):
+def test_ring_refuses_bad_values(values, error, match):
+    with pytest.raises(error, match=match):
         gl.costmodels.comms.simulate_ring_allreduce(values)
 
 
@@ -202,17 +203,17 @@ def test_gantt_bubble_matches_a_measurement_exactly():
 
 
 @pytest.mark.parametrize(
-    "kwargs, match",
-    [(dict(forward_s=[1.0], backward_s=[1.0, 2.0]), "backward_s"),
-     (dict(forward_s=[0.0], backward_s=[1.0]), r"forward_s\[0\]"),
-     (dict(forward_s="1", backward_s=[1.0]), "forward_s"),
-     (dict(forward_s=[1.0], backward_s=[1.0], n_microbatches=0), "n_microbatches"),
-     (dict(forward_s=[1.0], backward_s=[1.0], schedule="zb"), "schedule"),
-     (dict(forward_s=[1.0], backward_s=[1.0], comm_s=-1.0), "comm_s")],
+    "kwargs, error, match",
+    [(dict(forward_s=[1.0], backward_s=[1.0, 2.0]), ValueError, "backward_s"),
+     (dict(forward_s=[0.0], backward_s=[1.0]), ValueError, r"forward_s\[0\]"),
+     (dict(forward_s="1", backward_s=[1.0]), TypeError, "forward_s"),
+     (dict(forward_s=[1.0], backward_s=[1.0], n_microbatches=0), ValueError, "n_microbatches"),
+     (dict(forward_s=[1.0], backward_s=[1.0], schedule="zb"), ValueError, "schedule"),
+     (dict(forward_s=[1.0], backward_s=[1.0], comm_s=-1.0), ValueError, "comm_s")],
 )  # fmt: skip
-def test_simulate_pipeline_refuses_bad_input(kwargs, match):
+def test_simulate_pipeline_refuses_bad_input(kwargs, error, match):
     kwargs = {"n_microbatches": 2, **kwargs}
-    with pytest.raises(ValueError, match=match):
+    with pytest.raises(error, match=match):
         gl.simulate_pipeline(**kwargs)
 
 

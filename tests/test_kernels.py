@@ -144,17 +144,17 @@ def test_the_lab_sizes_run_within_the_cpu_budget():
 
 
 @pytest.mark.parametrize(
-    "call, message",
+    "call, error, message",
     [
-        (lambda: gl.simulate(42, 1, 1), "kernel=42"),
-        (lambda: gl.simulate(ck.copy_strided, 0, 1), "grid=0"),
-        (lambda: gl.simulate(ck.copy_strided, 1, 2048), "2048 threads"),
-        (lambda: gl.simulate(ck.copy_strided, 1, 1, np.zeros(1)), "takes 3 arguments"),
-        (lambda: gl.simulate(lambda: None, 1, 1, count=1), "count=1"),
+        (lambda: gl.simulate(42, 1, 1), TypeError, "kernel=42"),
+        (lambda: gl.simulate(ck.copy_strided, 0, 1), ValueError, "grid=0"),
+        (lambda: gl.simulate(ck.copy_strided, 1, 2048), ValueError, "2048 threads"),
+        (lambda: gl.simulate(ck.copy_strided, 1, 1, np.zeros(1)), ValueError, "takes 3 arguments"),
+        (lambda: gl.simulate(lambda: None, 1, 1, count=1), TypeError, "count=1"),
     ],
 )
-def test_bad_simulations_are_refused_by_name(call, message):
-    with pytest.raises(ValueError, match=message):
+def test_bad_simulations_are_refused_by_name(call, error, message):
+    with pytest.raises(error, match=message):
         call()
 
 
