@@ -243,7 +243,10 @@ BASELINES = {
     "fusion_traffic": lambda: ((lambda x: x * 2.0 + 1.0, 64), dict(precision="bf16")),
     "tile_loads": lambda: ((8, 2), {}),
     "draw_tensor_parallel": lambda: ((2,), dict(hidden=4)),
-    "draw_zero_stages": lambda: ((1e9, 8), dict(param_bytes=2, grad_bytes=2, optimizer_bytes=12)),
+    "draw_zero_stages": lambda: (
+        (1e9, 8),
+        dict(weight_bytes_per_param=2, grad_bytes_per_param=2, optimizer_bytes_per_param=12),
+    ),
     "draw_input_pipeline": lambda: ((0.06, 0.05, 0.2, 0.1), dict(n_workers=2, n_batches=3)),
     "draw_pipeline_gantt": lambda: (
         ([gl.simulate_pipeline([1.0, 1.0], [2.0, 2.0], 2)],),
@@ -467,12 +470,12 @@ BASELINES = {
         dict(n_params=1e9, spec="H100 SXM", n_gpus=8, link="NVLink 4", precision="amp_bf16"),
     ),
     # ---- inference
-    "kv_cache_bytes": lambda: ((), dict(layers=2, heads=4, head_dim=16, seq_len=32, batch=2)),
-    "model_kv_cache_bytes": lambda: (("Llama-2-7B",), dict(seq_len=128, batch=2)),
+    "kv_cache_bytes": lambda: ((), dict(layers=2, heads=4, head_dim=16, seq_len=32, batch_size=2)),
+    "model_kv_cache_bytes": lambda: (("Llama-2-7B",), dict(seq_len=128, batch_size=2)),
     "weight_bytes": lambda: ((6.7e9,), dict(weight_format="int8")),
     "decode_estimate": lambda: (
         ("A100 80GB", 6.7e9),
-        dict(weight_format="int8", batch=4, kv_bytes=1e9, precision="bf16"),
+        dict(weight_format="int8", batch_size=4, kv_bytes=1e9, precision="bf16"),
     ),
     "DecodeEstimate": lambda: _fields(gl.decode_estimate("T4", 1e9)),
     "generation_timing": lambda: ((0.0, [0.5, 0.6, 0.7]), {}),
@@ -632,9 +635,9 @@ KINDS: dict[str, dict] = {
     "sharded_memory": {
         "n_gpus": "count",
         "stage": "count0",  # 0 to 3; stage=4 is in tests/test_parallel.py
-        "param_bytes": "nonneg",
-        "grad_bytes": "nonneg",
-        "optimizer_bytes": "nonneg",
+        "weight_bytes_per_param": "nonneg",
+        "grad_bytes_per_param": "nonneg",
+        "optimizer_bytes_per_param": "nonneg",
     },
     "ShardedMemory": {"n_gpus": "count", "stage": "count0"},
     "context_parallel_bytes": {
@@ -714,12 +717,12 @@ KINDS: dict[str, dict] = {
         "overlap": "frac",
         "alpha_s": "nonneg",
     },
-    "arithmetic_intensity": {"bytes_moved": "pos"},
+    "arithmetic_intensity": {"n_bytes": "pos"},
     "attainable_flops": {"spec": "spec"},
     "predict_time": {"spec": "spec"},
     "roofline_readout": {"spec": "spec"},
     "Ceilings": {"peak_flops": "pos", "memory_bandwidth": "pos", "note": "text"},
-    "RooflinePoint": {"bytes_moved": "pos", "time_s": "pos"},
+    "RooflinePoint": {"n_bytes": "pos", "time_s": "pos"},
     "measure_ceilings": {
         "device": "device",
         "copy_bytes": "count",
@@ -736,7 +739,7 @@ KINDS: dict[str, dict] = {
     "conv2d_flops": {
         name: "count"
         for name in (
-            "batch",
+            "batch_size",
             "in_channels",
             "out_channels",
             "kernel_size",
@@ -747,7 +750,7 @@ KINDS: dict[str, dict] = {
         )
     }
     | {"padding": "count0"},
-    "linear_flops": {"batch": "count", "in_features": "count", "out_features": "count"},
+    "linear_flops": {"rows": "count", "in_features": "count", "out_features": "count"},
     "matmul_flops": {"m": "count", "k": "count", "n": "count"},
     "count_flops": {"module_or_fn": [42, "fn"]},
     "eager_cost": {"fn": [42, "fn"]},
@@ -758,12 +761,12 @@ KINDS: dict[str, dict] = {
     # a str of a required form (a regular expression with a group): "choice" refuses a str
     # as a bad value and anything else as the wrong type
     "recorded_number": {"lab": "path", "pattern": "choice"},
-    "DistPlan": {"nproc": "count"},
+    "DistPlan": {"n_ranks": "count"},
     "launch_env": {"base": [42, "x", ["a"]]},
     "LaunchResult": {"returncode": "int", "command": [["python"], "python", ("python", 1)]},
     "torchrun": {
         "script": "path",
-        "nproc": "count",
+        "n_ranks": "count",
         "timeout_s": "pos",
         "cwd": "path",
         "args": ["--epochs 2", 42],
@@ -828,9 +831,9 @@ KINDS: dict[str, dict] = {
     "draw_zero_stages": {
         "n_params": "pos",
         "n_gpus": "count",
-        "param_bytes": "nonneg",
-        "grad_bytes": "nonneg",
-        "optimizer_bytes": "nonneg",
+        "weight_bytes_per_param": "nonneg",
+        "grad_bytes_per_param": "nonneg",
+        "optimizer_bytes_per_param": "nonneg",
     },
     "draw_input_pipeline": {
         name: "pos" for name in ("load_s", "compute_s", "starved_step_s", "fixed_step_s")
@@ -864,7 +867,7 @@ KINDS: dict[str, dict] = {
         "fn": [42],
         "min_run_time_s": "pos",
         "num_threads": "count",
-        "n_repeat": "count",
+        "repeats": "count",
     },
     "BenchResult": {"times_s": "seq", "calls_per_block": "count"},
     "Stopwatch": {"elapsed_s": ["1", True, None]},  # NaN is valid: "still running"
@@ -901,7 +904,7 @@ KINDS: dict[str, dict] = {
         "cores": "count",
         "interval_s": "pos",
         "nvml": None,
-        "warmup": None,
+        "warmup_fn": [42, "later"],  # a function to call first, or None
     },
     "measure_energy": {
         "device": "device",
@@ -909,7 +912,7 @@ KINDS: dict[str, dict] = {
         "cores": "count",
         "interval_s": "pos",
         "nvml": None,
-        "warmup": None,
+        "warmup_fn": [42, "later"],  # a function to call first, or None
     },
     "PowerAssumption": {"watts": "pos"},
     "chooser_widget": {
@@ -1083,10 +1086,10 @@ KINDS: dict[str, dict] = {
     "find_spec": {"device_name": "text"},
     "sm_architecture": {"spec": "spec"},
     "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
-    "kv_cache_bytes": {p: "count" for p in ("layers", "heads", "head_dim", "seq_len", "batch")},
-    "model_kv_cache_bytes": {"seq_len": "count", "batch": "count"},
-    "decode_estimate": {"spec": "spec", "n_params": "pos", "batch": "count"},
-    "DecodeEstimate": {"batch": "count", "bytes_moved": "pos", "step_s": "pos"},
+    "kv_cache_bytes": {p: "count" for p in ("layers", "heads", "head_dim", "seq_len", "batch_size")},
+    "model_kv_cache_bytes": {"seq_len": "count", "batch_size": "count"},
+    "decode_estimate": {"spec": "spec", "n_params": "pos", "batch_size": "count"},
+    "DecodeEstimate": {"batch_size": "count", "n_bytes": "pos", "step_s": "pos"},
     "generation_timing": {"start_s": "real"},
     "GenerationTiming": {"n_tokens": "count"},
     "get_spec": {"name": "spec"},

@@ -132,7 +132,7 @@ def test_threads_are_restored_when_the_warmup_raises():
         ({"backend": "jax"}, ValueError, "backend='jax'"),
         ({"num_threads": 0}, ValueError, "num_threads=0"),
         ({"num_threads": True}, TypeError, "num_threads=True"),
-        ({"n_repeat": 0}, ValueError, "n_repeat=0"),
+        ({"repeats": 0}, ValueError, "repeats=0"),
         ({"label": 3}, TypeError, "label=3"),
     ],
 )

@@ -123,7 +123,7 @@ def test_bad_arguments_are_clear_errors(tmp_path):
     with pytest.raises(ValueError, match="script='nope.py' does not exist"):
         gl.torchrun("nope.py", 2, cwd=tmp_path)
     write(tmp_path, "ok.py", "pass\n")
-    with pytest.raises(ValueError, match="nproc=0"):
+    with pytest.raises(ValueError, match="n_ranks=0"):
         gl.torchrun("ok.py", 0, cwd=tmp_path)
     with pytest.raises(ValueError, match="timeout_s=-1"):
         gl.torchrun("ok.py", 2, cwd=tmp_path, timeout_s=-1)
@@ -174,12 +174,12 @@ def test_a_launch_result_refuses_bad_fields_by_name(field, error):
 
 
 @pytest.mark.parametrize(
-    "gpus, backend, nproc, device",
+    "gpus, backend, n_ranks, device",
     [(0, "gloo", 2, "cpu"), (1, "gloo", 2, "cpu"), (2, "nccl", 2, "cuda"), (8, "nccl", 8, "cuda")],
 )
-def test_dist_plan_follows_the_hardware(gpus, backend, nproc, device):
+def test_dist_plan_follows_the_hardware(gpus, backend, n_ranks, device):
     plan = gl.dist_plan(n_gpus=gpus)
-    assert (plan.backend, plan.nproc, plan.device) == (backend, nproc, device)
+    assert (plan.backend, plan.n_ranks, plan.device) == (backend, n_ranks, device)
     assert plan.reason
     with pytest.raises(ValueError, match="n_gpus=-1"):
         gl.dist_plan(n_gpus=-1)
@@ -216,9 +216,9 @@ def test_a_bad_timeout_is_refused_before_anything_starts(tmp_path, monkeypatch, 
 @pytest.mark.parametrize(
     "kwargs, error, match",
     [
-        (dict(nproc=2.0), TypeError, "nproc=2.0"),
-        (dict(nproc=True), TypeError, "nproc=True"),
-        (dict(nproc=0), ValueError, "nproc=0"),
+        (dict(n_ranks=2.0), TypeError, "n_ranks=2.0"),
+        (dict(n_ranks=True), TypeError, "n_ranks=True"),
+        (dict(n_ranks=0), ValueError, "n_ranks=0"),
         (dict(args="--epochs 2"), TypeError, "args='--epochs 2'"),
         (dict(args=["--epochs", None]), TypeError, "args="),
         (dict(env={"RANK": 0}), TypeError, "env="),
@@ -235,9 +235,9 @@ def test_other_bad_arguments_are_refused_before_anything_starts(
 ):
     write(tmp_path, "ok.py", "pass\n")
     started = _no_process_may_start(monkeypatch)
-    args = dict(script="ok.py", nproc=2, cwd=tmp_path, echo=False) | kwargs
+    args = dict(script="ok.py", n_ranks=2, cwd=tmp_path, echo=False) | kwargs
     with pytest.raises(error, match=match):
-        gl.torchrun(args.pop("script"), args.pop("nproc"), **args)
+        gl.torchrun(args.pop("script"), args.pop("n_ranks"), **args)
     assert started == []
 
 
@@ -263,7 +263,7 @@ def test_one_gpu_puts_every_run_of_a_comparison_on_the_same_device(fake_gpu):
 def test_two_gpus_put_every_rank_on_a_gpu(fake_gpu):
     fake_gpu("T4", n_gpus=2)
     plan = gl.dist_plan()
-    assert (plan.device, plan.backend, plan.nproc) == ("cuda", "nccl", 2)
+    assert (plan.device, plan.backend, plan.n_ranks) == ("cuda", "nccl", 2)
     assert plan.env == {"GPULAB_DIST_DEVICE": "cuda"}
     assert plan.scale(cpu=512, gpu=4096) == 4096
 

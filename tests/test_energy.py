@@ -252,7 +252,7 @@ def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
 
     fake = OrderedNvml(counter=[5_000_000, 5_800_000])  # mJ
     meter = gl.measure_energy(
-        "cuda", nvml=fake, verbose=False, warmup=lambda: events.append("warm-up")
+        "cuda", nvml=fake, verbose=False, warmup_fn=lambda: events.append("warm-up")
     )
     assert events == []  # nothing happens before the block is entered
     with meter as m:
@@ -263,5 +263,5 @@ def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
 
 
 def test_a_warmup_that_is_not_callable_is_refused():
-    with pytest.raises(TypeError, match="warmup=3 must be a callable"):
-        gl.measure_energy("cpu", warmup=3)
+    with pytest.raises(TypeError, match="warmup_fn=3 must be a callable"):
+        gl.measure_energy("cpu", warmup_fn=3)

@@ -79,7 +79,7 @@ def test_a_small_cnn_is_the_sum_of_its_layers():
 
 
 def test_bad_inputs_name_the_parameter():
-    with pytest.raises(ValueError, match="batch=0 must be a positive integer"):
+    with pytest.raises(ValueError, match="rows=0 must be a positive integer"):
         gl.linear_flops(0, 1, 1)
     with pytest.raises(ValueError, match="groups=3 must divide in_channels=4"):
         gl.conv2d_flops(1, 4, 6, 3, 8, groups=3)
@@ -111,11 +111,11 @@ def test_bad_inputs_name_the_parameter():
         (dict(input_size=float("nan")), TypeError, "input_size=nan"),
         (dict(stride="2"), TypeError, "stride='2'"),
         (dict(groups=0), ValueError, "groups=0"),
-        (dict(batch=float("inf")), TypeError, "batch=inf"),
+        (dict(batch_size=float("inf")), TypeError, "batch_size=inf"),
     ],
 )
 def test_conv2d_refuses_impossible_geometry(kwargs, error, match):
-    args = dict(batch=1, in_channels=4, out_channels=8, kernel_size=3, input_size=16) | kwargs
+    args = dict(batch_size=1, in_channels=4, out_channels=8, kernel_size=3, input_size=16) | kwargs
     with pytest.raises(error, match=match):
         gl.conv2d_flops(**args)
 

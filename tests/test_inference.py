@@ -8,9 +8,9 @@ import gpulab as gl
 
 
 def test_kv_cache_formula_counts_every_factor():
-    base = dict(layers=3, heads=5, head_dim=7, seq_len=11, batch=13, precision="fp32")
+    base = dict(layers=3, heads=5, head_dim=7, seq_len=11, batch_size=13, precision="fp32")
     assert gl.kv_cache_bytes(**base) == 3 * 2 * 5 * 7 * 11 * 13 * 4
-    for name in ("layers", "heads", "head_dim", "seq_len", "batch"):
+    for name in ("layers", "heads", "head_dim", "seq_len", "batch_size"):
         doubled = {**base, name: 2 * base[name]}
         assert gl.kv_cache_bytes(**doubled) == 2 * gl.kv_cache_bytes(**base), name
     assert gl.kv_cache_bytes(**{**base, "precision": "bf16"}) * 2 == gl.kv_cache_bytes(**base)
@@ -22,7 +22,7 @@ def test_llama_2_7b_cache_is_half_a_mebibyte_per_token():
     per_token = gl.model_kv_cache_bytes("Llama-2-7B", seq_len=1)
     assert per_token == 512 * 1024
     assert gl.model_kv_cache_bytes("llama 2 7b") == 4096 * per_token  # default: its context
-    assert gl.model_kv_cache_bytes("Llama-2-7B", batch=4, precision="fp32") == 8 * 4096 * per_token
+    assert gl.model_kv_cache_bytes("Llama-2-7B", batch_size=4, precision="fp32") == 8 * 4096 * per_token
 
 
 @pytest.mark.parametrize(
@@ -32,7 +32,7 @@ def test_llama_2_7b_cache_is_half_a_mebibyte_per_token():
         (dict(heads=-1), ValueError, "heads=-1"),
         (dict(head_dim=2.5), TypeError, "head_dim=2.5"),
         (dict(seq_len=True), TypeError, "seq_len=True"),
-        (dict(batch=float("nan")), TypeError, "batch=nan"),
+        (dict(batch_size=float("nan")), TypeError, "batch_size=nan"),
         (dict(precision="int4"), ValueError, "precision='int4'"),
     ],
 )
@@ -71,10 +71,10 @@ def test_decode_is_memory_bound_and_scales_with_bytes_per_weight():
 
 def test_batching_shares_the_weights_until_compute_binds():
     one = gl.decode_estimate("H100 SXM", 6.7e9)
-    eight = gl.decode_estimate("H100 SXM", 6.7e9, batch=8)
+    eight = gl.decode_estimate("H100 SXM", 6.7e9, batch_size=8)
     assert eight.tokens_per_s == pytest.approx(8 * one.tokens_per_s)  # still memory-bound
     assert eight.tokens_per_s_per_sequence == pytest.approx(one.tokens_per_s_per_sequence)
-    huge = gl.decode_estimate("H100 SXM", 6.7e9, batch=4096)
+    huge = gl.decode_estimate("H100 SXM", 6.7e9, batch_size=4096)
     assert huge.bound == "compute" and huge.tokens_per_s < 4096 * one.tokens_per_s
 
 
@@ -82,7 +82,7 @@ def test_kv_cache_reads_slow_decoding():
     kv = gl.model_kv_cache_bytes("Llama-2-7B")  # 2 GiB at 4096 tokens
     plain = gl.decode_estimate("A100 80GB", 6.7e9)
     with_kv = gl.decode_estimate("A100 80GB", 6.7e9, kv_bytes=kv)
-    assert with_kv.bytes_moved == plain.bytes_moved + kv
+    assert with_kv.n_bytes == plain.n_bytes + kv
     assert with_kv.step_s / plain.step_s == pytest.approx((13.4e9 + kv) / 13.4e9)
     assert "PREDICTION" in str(with_kv)
 

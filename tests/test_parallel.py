@@ -47,8 +47,8 @@ def test_sharded_memory_stages():
     for bad_stage in (1.0, "3", True, float("nan")):
         with pytest.raises(TypeError, match="stage="):
             gl.sharded_memory(1e6, 4, bad_stage)
-    with pytest.raises(ValueError, match="optimizer_bytes=nan"):
-        gl.sharded_memory(1e6, 4, 1, optimizer_bytes=float("nan"))
+    with pytest.raises(ValueError, match="optimizer_bytes_per_param=nan"):
+        gl.sharded_memory(1e6, 4, 1, optimizer_bytes_per_param=float("nan"))
     with pytest.raises(ValueError, match="n_params=inf"):
         gl.sharded_memory(float("inf"), 4, 1)
 

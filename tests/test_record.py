@@ -30,7 +30,7 @@ def test_record_all_stops_at_the_first_failure_naming_lab_and_cell(tmp_path):
     later = _lab(tmp_path, "c", ["print('never')"])
     later_before = later.read_text()
     with pytest.raises(rec.RecordingError, match=r"b_lab\.ipynb: cell 2 failed.*broken on purpose"):
-        rec.record_all(tmp_path, results=None, timeout=60, progress=lambda _: None)
+        rec.record_all(tmp_path, results=None, timeout_s=60, progress=lambda _: None)
     recorded = nbformat.read(good, as_version=4)
     assert recorded.cells[0].source.startswith("**Provenance.**")
     assert recorded.cells[1].outputs[0]["text"] == "42\n"
@@ -80,11 +80,11 @@ def _fake_gpu_provenance(monkeypatch):
 
 def test_gpu_recording_goes_beside_the_lab_and_leaves_its_cpu_outputs(tmp_path, monkeypatch):
     lab = _lab(tmp_path, "a", ["open('side.txt', 'a').write('ran;'); print(6 * 7)"])
-    rec.record_notebook(lab, timeout=60)  # the CPU recording, in place
+    rec.record_notebook(lab, timeout_s=60)  # the CPU recording, in place
     assert (tmp_path / "side.txt").read_text() == "ran;"
     cpu_before = nbformat.read(lab, as_version=4)
     _fake_gpu_provenance(monkeypatch)
-    record = rec.record_notebook(lab, timeout=60)
+    record = rec.record_notebook(lab, timeout_s=60)
 
     target = tmp_path / "recordings" / "cuda" / "a_lab.ipynb"
     assert record["path"] == str(target)
@@ -105,12 +105,12 @@ def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatc
 
     lab = _lab(tmp_path, "a", ["print(1)"])
     assert lab_recordings(lab) == {}  # never recorded: nothing to show
-    rec.record_notebook(lab, timeout=60)
+    rec.record_notebook(lab, timeout_s=60)
     found = lab_recordings(lab)
     assert list(found) == ["cpu"]
     assert recordings_summary(found)[-1].startswith("No GPU recording yet")
     _fake_gpu_provenance(monkeypatch)
-    rec.record_notebook(lab, timeout=60)
+    rec.record_notebook(lab, timeout_s=60)
     found = lab_recordings(lab)
     assert list(found) == ["cpu", "cuda"]
     assert found["cuda"].label == "GPU (NVIDIA H100 80GB HBM3)"
@@ -122,6 +122,6 @@ def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatc
 def test_the_kernel_waits_passively_and_the_environment_is_restored(tmp_path, monkeypatch):
     monkeypatch.delenv("OMP_WAIT_POLICY", raising=False)
     lab = _lab(tmp_path, "a", ["import os; print(os.environ.get('OMP_WAIT_POLICY'))"])
-    rec.record_notebook(lab, timeout=60)
+    rec.record_notebook(lab, timeout_s=60)
     assert nbformat.read(lab, as_version=4).cells[1].outputs[0]["text"] == "PASSIVE\n"
     assert "OMP_WAIT_POLICY" not in os.environ

@@ -4,7 +4,7 @@ import gpulab as gl
 
 
 def test_memory_bound_prediction_uses_bandwidth():
-    p = gl.predict_time("A100 80GB", flops=1e9, bytes_moved=12e9)
+    p = gl.predict_time("A100 80GB", flops=1e9, n_bytes=12e9)
     assert p.bound == "memory"
     assert p.time_s == pytest.approx(12e9 / 2039e9)
     assert p.compute_s == pytest.approx(1e9 / 19.5e12)
@@ -28,7 +28,7 @@ def test_attainable_is_the_minimum_of_the_two_roofs():
 
 def test_arithmetic_intensity_and_errors():
     assert gl.arithmetic_intensity(100, 50) == 2
-    with pytest.raises(ValueError, match="bytes_moved=0"):
+    with pytest.raises(ValueError, match="n_bytes=0"):
         gl.arithmetic_intensity(1, 0)
     with pytest.raises(ValueError, match="intensity=-1"):
         gl.attainable_flops("T4", -1)
@@ -45,7 +45,7 @@ def test_arithmetic_intensity_and_errors():
     "args, kwargs, error, match",
     [
         (("T4", float("nan"), 1), {}, ValueError, "flops=nan"),
-        (("T4", 1, float("inf")), {}, ValueError, "bytes_moved=inf"),
+        (("T4", 1, float("inf")), {}, ValueError, "n_bytes=inf"),
         (("T4", -1, 1), {}, ValueError, "flops=-1"),
         (("T4", "1e9", 1), {}, TypeError, "flops='1e9'"),
         (("T4", True, 1), {}, TypeError, "flops=True"),
@@ -85,7 +85,7 @@ def test_unknown_devices_list_close_registry_names():
 
 
 def test_prediction_reads_as_a_duration_and_checks_its_fields():
-    p = gl.predict_time("T4", flops=1e9, bytes_moved=1e9)
+    p = gl.predict_time("T4", flops=1e9, n_bytes=1e9)
     assert str(p).endswith(": 3.12 ms, memory-bound")
     with pytest.raises(ValueError, match="time_s=-1"):
         gl.costmodels.roofline.Prediction("T4", "fp32", -1, 0, 0, "memory")
@@ -96,7 +96,7 @@ def test_prediction_reads_as_a_duration_and_checks_its_fields():
 def test_arithmetic_intensity_refuses_non_finite_counts():
     with pytest.raises(ValueError, match="flops=inf"):
         gl.arithmetic_intensity(float("inf"), 1)
-    with pytest.raises(ValueError, match="bytes_moved=nan"):
+    with pytest.raises(ValueError, match="n_bytes=nan"):
         gl.arithmetic_intensity(1, float("nan"))
 
 

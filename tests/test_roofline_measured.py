@@ -16,7 +16,7 @@ def test_ceilings_arithmetic():
     c = gl.Ceilings("box", "fp32", peak_flops=100e9, memory_bandwidth=20e9)
     assert c.ridge_point == 5
     assert c.attainable(1) == 20e9 and c.attainable(50) == 100e9
-    p = c.predict(flops=1e9, bytes_moved=1e9)
+    p = c.predict(flops=1e9, n_bytes=1e9)
     assert p.bound == "memory" and p.time_s == pytest.approx(0.05) and p.compute_s == 0.01
     assert gl.predict_time(c, 1e12, 1e9).bound == "compute"
     assert gl.attainable_flops(c, 2.5) == 50e9
@@ -83,7 +83,7 @@ def test_ceilings_refuse_impossible_roofs():
         args = dict(device_name="box", precision="fp32", peak_flops=1e12, memory_bandwidth=1e11)
         with pytest.raises(error, match=f"{field}="):
             gl.Ceilings(**(args | {field: value}))
-    with pytest.raises(ValueError, match="bytes_moved=0"):
+    with pytest.raises(ValueError, match="n_bytes=0"):
         gl.RooflinePoint("k", 1.0, 0)
     with pytest.raises(ValueError, match="time_s=0"):
         gl.RooflinePoint("k", 1.0, 1.0, time_s=0)
@@ -125,10 +125,10 @@ def test_measure_ceilings_rejects_bad_input():
 
 def test_the_per_call_overhead_is_added_to_the_larger_roof():
     c = gl.Ceilings("box", "fp32", peak_flops=100e9, memory_bandwidth=10e9, overhead_s=5e-6)
-    big = c.predict(flops=1e9, bytes_moved=1e6)  # 10 ms of arithmetic, 0.1 ms of traffic
+    big = c.predict(flops=1e9, n_bytes=1e6)  # 10 ms of arithmetic, 0.1 ms of traffic
     assert big.bound == "compute" and big.time_s == pytest.approx(10e-3 + 5e-6)
     assert big.overhead_s == 5e-6 and big.compute_s == pytest.approx(10e-3)
-    tiny = c.predict(flops=100, bytes_moved=400)
+    tiny = c.predict(flops=100, n_bytes=400)
     assert tiny.bound == "overhead" and tiny.time_s == pytest.approx(5e-6 + 40e-9)
     assert str(c).endswith("ridge point 10 FLOP/byte, 5 µs per call")
     assert gl.Ceilings.from_spec("T4").overhead_s == 0  # a datasheet gives no overhead
@@ -166,7 +166,7 @@ def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
     for _ in range(3):
         roof = gl.measure_ceilings("cpu", copy_bytes=4 * n, matmul_n=256, min_run_time_s=0.15)
         add = gl.benchmark(lambda: torch.add(x, y, out=z), min_run_time_s=0.15)
-        predicted = roof.predict(flops=n, bytes_moved=3 * 4 * n)
+        predicted = roof.predict(flops=n, n_bytes=3 * 4 * n)
         assert predicted.bound == "memory"
         ratios.append(add.median_s / predicted.time_s)
     assert 1 / 2.5 < float(np.median(ratios)) < 2.5, ratios

@@ -75,18 +75,18 @@ def matmul_flops(m: int, k: int, n: int) -> int:
 
 
 def linear_flops(
-    batch: int,
+    rows: int,
     in_features: int,
     out_features: int,
     *,
     backward: bool = False,
     input_grad: bool = True,
 ) -> int:
-    """FLOPs of a fully connected layer (``torch.nn.Linear``) on ``batch`` rows.
+    """FLOPs of a fully connected layer (``torch.nn.Linear``) on ``rows`` rows.
 
     Parameters
     ----------
-    batch : int
+    rows : int
         Rows of the input: the batch size, times the sequence length for a transformer.
     in_features, out_features : int
         The layer's shape.
@@ -98,7 +98,7 @@ def linear_flops(
     Returns
     -------
     int
-        ``2·batch·in·out`` for the forward pass; 3× that with a full backward pass, 2× when
+        ``2·rows·in·out`` for the forward pass; 3× that with a full backward pass, 2× when
         only the weight gradient is needed. The bias add is not counted.
 
     Examples
@@ -109,8 +109,8 @@ def linear_flops(
     >>> gl.linear_flops(32, 1024, 4096, backward=True) // gl.linear_flops(32, 1024, 4096)
     3
     """
-    _positive_ints(batch=batch, in_features=in_features, out_features=out_features)
-    return _with_backward(matmul_flops(batch, in_features, out_features), backward, input_grad)
+    _positive_ints(rows=rows, in_features=in_features, out_features=out_features)
+    return _with_backward(matmul_flops(rows, in_features, out_features), backward, input_grad)
 
 
 def conv2d_output_size(
@@ -147,7 +147,7 @@ def conv2d_output_size(
 
 
 def conv2d_flops(
-    batch: int,
+    batch_size: int,
     in_channels: int,
     out_channels: int,
     kernel_size: int | Sequence[int],
@@ -163,13 +163,13 @@ def conv2d_flops(
     """FLOPs of a 2-D convolution (``torch.nn.Conv2d``) on a batch of images.
 
     Every output value is a dot product over ``in_channels / groups × kh × kw`` inputs, so
-    the forward pass costs ``2 · batch · out_channels · H_out · W_out · in_channels/groups ·
+    the forward pass costs ``2 · batch_size · out_channels · H_out · W_out · in_channels/groups ·
     kh · kw``. Libraries run it as a matrix multiply ("im2col"), which is why Tensor Cores
     speed it up.
 
     Parameters
     ----------
-    batch, in_channels, out_channels : int
+    batch_size, in_channels, out_channels : int
         Images per batch and channels in and out.
     kernel_size, input_size : int or pair of int
         Filter size and the input's height and width (positive).
@@ -191,7 +191,7 @@ def conv2d_flops(
     >>> gl.conv2d_flops(1, 3, 64, 7, 224, stride=2, padding=3) / 1e6  # ResNet-50's stem
     236.027904
     """
-    _positive_ints(batch=batch, in_channels=in_channels, out_channels=out_channels, groups=groups)
+    _positive_ints(batch_size=batch_size, in_channels=in_channels, out_channels=out_channels, groups=groups)
     if in_channels % groups or out_channels % groups:
         raise ValueError(
             f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"
@@ -201,7 +201,7 @@ def conv2d_flops(
         size=input_size, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation
     )
     kh, kw = _pair("kernel_size", kernel_size)
-    forward = 2 * batch * out_channels * h_out * w_out * (in_channels // groups) * kh * kw
+    forward = 2 * batch_size * out_channels * h_out * w_out * (in_channels // groups) * kh * kw
     return _with_backward(forward, backward, input_grad)
 
 

@@ -53,10 +53,10 @@ def kv_cache_bytes(
     heads: int,
     head_dim: int,
     seq_len: int,
-    batch: int = 1,
+    batch_size: int = 1,
     precision: str = "bf16",
 ) -> int:
-    """Bytes of the KV cache: layers × 2 × heads × head_dim × seq_len × batch × bytes.
+    """Bytes of the KV cache: layers × 2 × heads × head_dim × seq_len × batch_size × bytes.
 
     Each layer keeps a key and a value vector (the 2) of ``head_dim`` numbers per attention
     head for every token of every sequence, so the cache grows linearly with context length
@@ -73,7 +73,7 @@ def kv_cache_bytes(
         Numbers per head (hidden size ÷ heads).
     seq_len : int
         Tokens cached per sequence (prompt plus generated tokens).
-    batch : int
+    batch_size : int
         Sequences served at once.
     precision : {"fp32", "fp16", "bf16", "fp8"}
         Storage precision of the cache.
@@ -83,7 +83,7 @@ def kv_cache_bytes(
     >>> import gpulab as gl
     >>> gl.kv_cache_bytes(layers=32, heads=32, head_dim=128, seq_len=4096)  # Llama-2-7B
     2147483648
-    >>> gl.kv_cache_bytes(layers=2, heads=4, head_dim=16, seq_len=10, batch=3, precision="fp32")
+    >>> gl.kv_cache_bytes(layers=2, heads=4, head_dim=16, seq_len=10, batch_size=3, precision="fp32")
     30720
     """
     values = (
@@ -92,14 +92,14 @@ def kv_cache_bytes(
         * positive_int("heads", heads)
         * positive_int("head_dim", head_dim)
         * positive_int("seq_len", seq_len)
-        * positive_int("batch", batch)
+        * positive_int("batch_size", batch_size)
     )
     choice("precision", precision, _KV_PRECISIONS)
     return values * compute_bytes(precision)
 
 
 def model_kv_cache_bytes(
-    model, seq_len: int | None = None, batch: int = 1, precision: str = "bf16"
+    model, seq_len: int | None = None, batch_size: int = 1, precision: str = "bf16"
 ) -> int:
     """:func:`kv_cache_bytes` for a named transformer (:func:`gpulab.get_model`).
 
@@ -109,13 +109,13 @@ def model_kv_cache_bytes(
         A transformer in :data:`gpulab.NAMED_MODELS` (its layers, hidden size and heads).
     seq_len : int, optional
         Tokens per sequence; default the model's context length.
-    batch, precision
+    batch_size, precision
         As for :func:`kv_cache_bytes`.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.model_kv_cache_bytes("GPT-2 XL", batch=8) / 2**30  # 48 x 2 x 1600 x 1024 x 8 x 2
+    >>> gl.model_kv_cache_bytes("GPT-2 XL", batch_size=8) / 2**30  # 48 x 2 x 1600 x 1024 x 8 x 2
     2.34375
     """
     from gpulab.costmodels.published_models import NamedModel, get_model
@@ -129,7 +129,7 @@ def model_kv_cache_bytes(
         heads=entry.heads,
         head_dim=entry.hidden // entry.heads,
         seq_len=seq_len,
-        batch=batch,
+        batch_size=batch_size,
         precision=precision,
     )
 
@@ -156,11 +156,11 @@ class DecodeEstimate:
     ----------
     device_name : str
     weight_format : str
-    batch : int
+    batch_size : int
         Sequences decoded together (one token each per step).
     flops : float
-        FLOPs per step: 2 × parameters × batch.
-    bytes_moved : float
+        FLOPs per step: 2 × parameters × batch_size.
+    n_bytes : float
         Bytes read per step: the weights once, plus the KV cache given.
     step_s : float
         Least time per step.
@@ -169,25 +169,25 @@ class DecodeEstimate:
 
     device_name: str
     weight_format: str
-    batch: int
+    batch_size: int
     flops: float
-    bytes_moved: float
+    n_bytes: float
     step_s: float
     bound: str
 
     def __post_init__(self) -> None:
         text("device_name", self.device_name)
         choice("weight_format", self.weight_format, WEIGHT_FORMATS)
-        positive_int("batch", self.batch)
+        positive_int("batch_size", self.batch_size)
         non_negative_number("flops", self.flops)
-        positive_number("bytes_moved", self.bytes_moved)
+        positive_number("n_bytes", self.n_bytes)
         positive_number("step_s", self.step_s)
         choice("bound", self.bound, ("memory", "compute"))
 
     @property
     def tokens_per_s(self) -> float:
         """Most tokens per second, all sequences together (an upper bound)."""
-        return self.batch / self.step_s
+        return self.batch_size / self.step_s
 
     @property
     def tokens_per_s_per_sequence(self) -> float:
@@ -196,7 +196,7 @@ class DecodeEstimate:
 
     def __str__(self) -> str:
         return (
-            f"{self.device_name}, {self.weight_format} weights, batch {self.batch}: at most "
+            f"{self.device_name}, {self.weight_format} weights, batch {self.batch_size}: at most "
             f"{self.tokens_per_s:,.1f} tokens/s ({self.bound}-bound). PREDICTION (roofline), "
             "not measured"
         )
@@ -214,7 +214,7 @@ def decode_estimate(
     n_params: float,
     *,
     weight_format: str = "bf16",
-    batch: int = 1,
+    batch_size: int = 1,
     kv_bytes: float = 0,
     precision: str | None = None,
 ) -> DecodeEstimate:
@@ -222,7 +222,7 @@ def decode_estimate(
 
     Every decode step reads all ``n_params`` weights once (in ``weight_format``) and the
     KV cache (``kv_bytes``, all sequences together), and does 2 FLOPs per parameter for each
-    of the ``batch`` tokens it produces. Attention's own FLOPs and the activations are left
+    of the ``batch_size`` tokens it produces. Attention's own FLOPs and the activations are left
     out; at short contexts they are small.
 
     Parameters
@@ -233,7 +233,7 @@ def decode_estimate(
         Parameters of the model.
     weight_format : str
         How the weights are stored, a key of :data:`WEIGHT_FORMATS`.
-    batch : int
+    batch_size : int
         Sequences decoded together.
     kv_bytes : float
         KV-cache bytes read per step (see :func:`kv_cache_bytes`); default 0.
@@ -257,7 +257,7 @@ def decode_estimate(
     if n_params == 0:
         raise ValueError("n_params=0 must be above 0: a model has weights")
     choice("weight_format", weight_format, WEIGHT_FORMATS)
-    batch = positive_int("batch", batch)
+    batch = positive_int("batch_size", batch_size)
     kv_bytes = non_negative_number("kv_bytes", kv_bytes)
     if precision is None:
         precision = _arithmetic_precision(entry)
@@ -265,7 +265,7 @@ def decode_estimate(
         choice("precision", precision, PEAK_PRECISIONS)
     flops = 2 * n_params * batch
     moved = weight_bytes(n_params, weight_format) + kv_bytes
-    p = predict_time(entry, flops=flops, bytes_moved=moved, precision=precision)
+    p = predict_time(entry, flops=flops, n_bytes=moved, precision=precision)
     return DecodeEstimate(entry.name, weight_format, batch, flops, moved, p.time_s, p.bound)
 
 

@@ -614,9 +614,9 @@ def sharded_memory(
     n_gpus: int,
     stage: int,
     *,
-    param_bytes: float = 4,
-    grad_bytes: float = 4,
-    optimizer_bytes: float = 8,
+    weight_bytes_per_param: float = 4,
+    grad_bytes_per_param: float = 4,
+    optimizer_bytes_per_param: float = 8,
 ) -> ShardedMemory:
     """Training-state bytes per rank under ZeRO stage 0–3 (FSDP's full sharding is stage 3).
 
@@ -629,7 +629,7 @@ def sharded_memory(
     stage : {0, 1, 2, 3}
         0: nothing sharded (DDP). 1: optimizer state sharded. 2: also gradients.
         3: also parameters (FSDP ``FULL_SHARD``).
-    param_bytes, grad_bytes, optimizer_bytes : float
+    weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param : float
         Bytes per parameter of each. Defaults: FP32 training with Adam (two FP32 moments
         = 8 bytes). Mixed precision with Adam is ``2, 2, 12`` (the FP32 master copy counts
         as optimizer state), the 16 bytes per parameter of the ZeRO paper.
@@ -640,16 +640,17 @@ def sharded_memory(
     on 64 GPUs holds 120 GB per GPU replicated, 31.4 / 16.6 / 1.9 GB at stages 1 / 2 / 3.
 
     >>> import gpulab as gl
-    >>> [round(gl.sharded_memory(7.5e9, 64, s, param_bytes=2, grad_bytes=2,
-    ...                          optimizer_bytes=12).total_bytes / 1e9, 2) for s in range(4)]
+    >>> [round(gl.sharded_memory(7.5e9, 64, s, weight_bytes_per_param=2, grad_bytes_per_param=2,
+    ...                          optimizer_bytes_per_param=12).total_bytes / 1e9, 2) for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
     """
     n = non_negative_number("n_params", n_params)
     p = positive_int("n_gpus", n_gpus)
     stage = _stage(stage)
     sizes = [non_negative_number(name, b) for b, name in
-             ((param_bytes, "param_bytes"), (grad_bytes, "grad_bytes"),
-              (optimizer_bytes, "optimizer_bytes"))]  # fmt: skip
+             ((weight_bytes_per_param, "weight_bytes_per_param"),
+              (grad_bytes_per_param, "grad_bytes_per_param"),
+              (optimizer_bytes_per_param, "optimizer_bytes_per_param"))]  # fmt: skip
     params, grads, optimizer = (n * b for b in sizes)
     return ShardedMemory(
         params_bytes=params / p if stage >= 3 else params,

@@ -189,7 +189,7 @@ class Ceilings:
         intensity = non_negative_number("intensity", intensity)
         return min(self.peak_flops, intensity * self.memory_bandwidth)
 
-    def predict(self, flops: float, bytes_moved: float) -> Prediction:
+    def predict(self, flops: float, n_bytes: float) -> Prediction:
         """The roofline's time for a kernel on these ceilings: the per-call overhead plus
         the larger of its compute time and its memory time.
 
@@ -197,19 +197,19 @@ class Ceilings:
         --------
         >>> import gpulab as gl
         >>> c = gl.Ceilings("box", "fp32", 100e9, 10e9, overhead_s=2e-6)
-        >>> p = c.predict(flops=1e6, bytes_moved=1e6)  # 10 µs + 100 µs
+        >>> p = c.predict(flops=1e6, n_bytes=1e6)  # 10 µs + 100 µs
         >>> round(p.time_s * 1e6, 3), p.bound
         (102.0, 'memory')
-        >>> c.predict(flops=10, bytes_moved=10).bound
+        >>> c.predict(flops=10, n_bytes=10).bound
         'overhead'
         """
         flops = non_negative_number("flops", flops)
-        bytes_moved = non_negative_number("bytes_moved", bytes_moved)
+        n_bytes = non_negative_number("n_bytes", n_bytes)
         compute_s = flops / self.peak_flops
-        memory_s = bytes_moved / self.memory_bandwidth
+        memory_s = n_bytes / self.memory_bandwidth
         if not (math.isfinite(compute_s) and math.isfinite(memory_s)):
             raise ValueError(
-                f"flops={flops!r} and bytes_moved={bytes_moved!r} overflow a float on these "
+                f"flops={flops!r} and n_bytes={n_bytes!r} overflow a float on these "
                 "ceilings; check their units"
             )
         roof_s = max(compute_s, memory_s)
@@ -248,7 +248,7 @@ class RooflinePoint:
         Label shown next to the point.
     flops : float
         FLOPs per call (0 or more).
-    bytes_moved : float
+    n_bytes : float
         Bytes per call that must cross the memory interface at least once (above 0).
     time_s : float or None
         Measured seconds per call (above 0); None for a kernel that is only predicted.
@@ -256,27 +256,27 @@ class RooflinePoint:
     Examples
     --------
     >>> import gpulab as gl
-    >>> p = gl.RooflinePoint("add", flops=1e6, bytes_moved=12e6, time_s=1e-3)
+    >>> p = gl.RooflinePoint("add", flops=1e6, n_bytes=12e6, time_s=1e-3)
     >>> round(p.intensity, 4), p.flops_per_s
     (0.0833, 1000000000.0)
     """
 
     name: str
     flops: float
-    bytes_moved: float
+    n_bytes: float
     time_s: float | None = None
 
     def __post_init__(self) -> None:
         text("name", self.name)
         non_negative_number("flops", self.flops)
-        positive_number("bytes_moved", self.bytes_moved)
+        positive_number("n_bytes", self.n_bytes)
         if self.time_s is not None:
             positive_number("time_s", self.time_s)
 
     @property
     def intensity(self) -> float:
         """FLOPs per byte."""
-        return arithmetic_intensity(self.flops, self.bytes_moved)
+        return arithmetic_intensity(self.flops, self.n_bytes)
 
     @property
     def measured(self) -> bool:
@@ -297,20 +297,20 @@ def _ceilings(spec: Ceilings | DeviceSpec | str, precision: str, label: str = "s
     return Ceilings.from_spec(entry, precision)
 
 
-def arithmetic_intensity(flops: float, bytes_moved: float) -> float:
+def arithmetic_intensity(flops: float, n_bytes: float) -> float:
     """FLOPs per byte of memory traffic.
 
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.arithmetic_intensity(flops=2 * 1024**3, bytes_moved=3 * 4 * 1024**2)
+    >>> gl.arithmetic_intensity(flops=2 * 1024**3, n_bytes=3 * 4 * 1024**2)
     170.66666666666666
     """
     flops = non_negative_number("flops", flops)
-    bytes_moved = positive_number("bytes_moved", bytes_moved)
-    intensity = flops / bytes_moved
+    n_bytes = positive_number("n_bytes", n_bytes)
+    intensity = flops / n_bytes
     if not math.isfinite(intensity):
-        raise ValueError(f"flops={flops!r} over bytes_moved={bytes_moved!r} overflows a float")
+        raise ValueError(f"flops={flops!r} over n_bytes={n_bytes!r} overflows a float")
     return intensity
 
 
@@ -335,7 +335,7 @@ def attainable_flops(
 def predict_time(
     spec: Ceilings | DeviceSpec | str,
     flops: float,
-    bytes_moved: float,
+    n_bytes: float,
     precision: str = "fp32",
 ) -> Prediction:
     """Predict a kernel's time on ``spec`` with the roofline model.
@@ -346,7 +346,7 @@ def predict_time(
         A registry entry or name, or measured :class:`Ceilings`.
     flops : float
         Floating-point operations the kernel performs.
-    bytes_moved : float
+    n_bytes : float
         Bytes it must read from and write to device memory at least once.
     precision : str
         Which peak to use, one of :data:`gpulab.PEAK_PRECISIONS`: ``"fp32"`` (no Tensor
@@ -361,13 +361,13 @@ def predict_time(
     Examples
     --------
     >>> import gpulab as gl
-    >>> p = gl.predict_time("T4", flops=1e9, bytes_moved=1e9)
+    >>> p = gl.predict_time("T4", flops=1e9, n_bytes=1e9)
     >>> p.bound, round(p.time_s * 1e3, 3)
     ('memory', 3.125)
     """
     flops = non_negative_number("flops", flops)
-    bytes_moved = non_negative_number("bytes_moved", bytes_moved)
-    return _ceilings(spec, precision).predict(flops, bytes_moved)
+    n_bytes = non_negative_number("n_bytes", n_bytes)
+    return _ceilings(spec, precision).predict(flops, n_bytes)
 
 
 

@@ -23,10 +23,10 @@ def _record(args: argparse.Namespace) -> int:
         return 2
     try:
         if args.all:
-            record_all(args.folder, timeout=args.timeout)
+            record_all(args.folder, timeout_s=args.timeout)
             return 0
         for path in args.notebooks:
-            rec = record_notebook(path, timeout=args.timeout)
+            rec = record_notebook(path, timeout_s=args.timeout)
             print(f"recorded {path} into {rec['path']}: {rec['device']}, {rec['run_time_s']} s")
     except RecordingError as exc:
         print(exc, file=sys.stderr)

@@ -53,14 +53,14 @@ def _kernel_environment():
                 os.environ[key] = value
 
 
-def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "python3") -> dict:
+def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "python3") -> dict:
     """Execute the lab at ``path`` on this machine and stamp its provenance.
 
     Parameters
     ----------
     path : path
         The ``.ipynb`` file.
-    timeout : int
+    timeout_s : int
         Seconds any one cell may run before the recording fails (nothing hangs).
     kernel_name : str
         Jupyter kernel to run it with.
@@ -81,13 +81,13 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
     kind = record["kind"]
     target = recording_path(path, kind)
     if kind == "cpu":
-        elapsed = _execute(nb, path, path.parent, timeout, kernel_name)
+        elapsed = _execute(nb, path, path.parent, timeout_s, kernel_name)
     else:
         with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
             work = Path(tmp) / path.parent.name
             ignore = shutil.ignore_patterns(RECORDINGS_FOLDER, ".ipynb_checkpoints")
             shutil.copytree(path.parent, work, ignore=ignore)
-            elapsed = _execute(nb, path, work, timeout, kernel_name)
+            elapsed = _execute(nb, path, work, timeout_s, kernel_name)
 
     record["run_time_s"] = round(elapsed, 1)
     text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
@@ -102,14 +102,14 @@ def record_notebook(path: str | Path, timeout: int = 900, kernel_name: str = "py
     return {**record, "path": str(target)}
 
 
-def _execute(nb, path: Path, folder: Path, timeout: int, kernel_name: str) -> float:
+def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> float:
     """Run ``nb`` with ``folder`` as its working folder; seconds taken, or a RecordingError."""
     from nbclient import NotebookClient
     from nbclient.exceptions import CellExecutionError
 
     client = NotebookClient(
         nb,
-        timeout=timeout,
+        timeout=timeout_s,
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(folder.resolve())}},
         store_widget_state=True,
@@ -162,7 +162,7 @@ def record_all(
     notebooks: str | Path = "notebooks",
     *,
     results: str | Path | None = "results",
-    timeout: int = 900,
+    timeout_s: int = 900,
     progress=print,
 ) -> list[dict]:
     """Record every lab in ``notebooks`` on this machine, then write a bench report.
@@ -187,7 +187,7 @@ def record_all(
     from gpulab._checks import positive_int
 
     folder = check_path("notebooks", notebooks, kind="dir")
-    timeout = positive_int("timeout", timeout)
+    timeout_s = positive_int("timeout_s", timeout_s)
     labs = sorted(folder.glob("*_lab.ipynb"))
     if not labs:
         raise ValueError(f"notebooks={str(notebooks)!r} holds no labs (*_lab.ipynb)")
@@ -196,7 +196,7 @@ def record_all(
     records = []
     for lab in labs:
         progress(f"recording {lab.name} ...")
-        record = record_notebook(lab, timeout=timeout)
+        record = record_notebook(lab, timeout_s=timeout_s)
         progress(f"  {record['device']}: {record['run_time_s']} s")
         records.append(record)
     if results is not None:

@@ -91,7 +91,7 @@ def draw_fusion(
     kernels = traffic["kernels"]
 
     def predict(nbytes: float) -> float:
-        return predict_time(the_spec, flops=0, bytes_moved=nbytes, precision=precision).time_s
+        return predict_time(the_spec, flops=0, n_bytes=nbytes, precision=precision).time_s
 
     kernel_s = [predict(k["bytes"]) for k in kernels]
     eager_s, fused_s = predict(traffic["eager_bytes"]), predict(traffic["fused_bytes"])

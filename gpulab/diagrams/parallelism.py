@@ -19,9 +19,9 @@ def draw_zero_stages(
     n_params: float = 7.5e9,
     n_gpus: int = 64,
     *,
-    param_bytes: float = 2,
-    grad_bytes: float = 2,
-    optimizer_bytes: float = 12,
+    weight_bytes_per_param: float = 2,
+    grad_bytes_per_param: float = 2,
+    optimizer_bytes_per_param: float = 12,
 ):
     """Per-rank training-state memory under ZeRO stages 0 to 3, stacked by what it holds.
 
@@ -30,7 +30,7 @@ def draw_zero_stages(
 
     Parameters
     ----------
-    n_params, n_gpus, param_bytes, grad_bytes, optimizer_bytes
+    n_params, n_gpus, weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param
         As in :func:`gpulab.sharded_memory`.
 
     Returns
@@ -45,8 +45,9 @@ def draw_zero_stages(
     """
     positive_number("n_params", n_params)
     stages = [
-        sharded_memory(n_params, n_gpus, s, param_bytes=param_bytes, grad_bytes=grad_bytes,
-                       optimizer_bytes=optimizer_bytes)
+        sharded_memory(n_params, n_gpus, s, weight_bytes_per_param=weight_bytes_per_param,
+                       grad_bytes_per_param=grad_bytes_per_param,
+                       optimizer_bytes_per_param=optimizer_bytes_per_param)
         for s in range(4)
     ]  # fmt: skip
     fig, ax = new_figure(figsize=(7.0, 3.6))
@@ -67,7 +68,8 @@ def draw_zero_stages(
     ax.grid(True, axis="x", alpha=0.3)
     ax.set_title(
         f"ZeRO stage, {n_params / 1e9:g}B parameters on {stages[0].n_gpus} GPUs "
-        f"({param_bytes:g} + {grad_bytes:g} + {optimizer_bytes:g} bytes per parameter)",
+        f"({weight_bytes_per_param:g} + {grad_bytes_per_param:g} + {optimizer_bytes_per_param:g} "
+        "bytes per parameter)",
         fontsize=9,
     )
     ax.legend(loc="lower right", fontsize=8)

@@ -51,7 +51,7 @@ class DistPlan:
     ----------
     backend : str
         ``"nccl"`` (several CUDA GPUs, one process each) or ``"gloo"`` (CPU processes).
-    nproc : int
+    n_ranks : int
         Processes to start on this machine.
     device : str
         ``"cuda"`` or ``"cpu"``: where each process computes.
@@ -60,13 +60,13 @@ class DistPlan:
     """
 
     backend: str
-    nproc: int
+    n_ranks: int
     device: str
     reason: str
 
     def __post_init__(self) -> None:
         choice("backend", self.backend, ("nccl", "gloo"))
-        positive_int("nproc", self.nproc)
+        positive_int("n_ranks", self.n_ranks)
         choice("device", self.device, ("cuda", "cpu"))
         text("reason", self.reason)
 
@@ -99,15 +99,15 @@ class DistPlan:
         """Memory one rank of this plan may use, in bytes.
 
         On CUDA, the smallest GPU's total memory (each rank has a GPU of its own); on the
-        CPU, the host's physical memory shared by the ``nproc`` processes.
+        CPU, the host's physical memory shared by the ``n_ranks`` processes.
         """
         if self.device == "cuda":
             import torch
 
             return min(
-                int(torch.cuda.get_device_properties(i).total_memory) for i in range(self.nproc)
+                int(torch.cuda.get_device_properties(i).total_memory) for i in range(self.n_ranks)
             )
-        return host_memory_bytes() // self.nproc
+        return host_memory_bytes() // self.n_ranks
 
     def fit_width(
         self, width: int, layers: int, *, bytes_per_param: float = 20.0, share: float = 0.5
@@ -175,9 +175,9 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
     Examples
     --------
     >>> import gpulab as gl
-    >>> gl.dist_plan(n_gpus=0).backend, gl.dist_plan(n_gpus=0).nproc
+    >>> gl.dist_plan(n_gpus=0).backend, gl.dist_plan(n_gpus=0).n_ranks
     ('gloo', 2)
-    >>> gl.dist_plan(n_gpus=8).nproc
+    >>> gl.dist_plan(n_gpus=8).n_ranks
     8
     """
     if n_gpus is None:
@@ -356,7 +356,7 @@ def _stop(proc: subprocess.Popen) -> tuple[str, str]:
 
 def torchrun(
     script: str | os.PathLike,
-    nproc: int | None = None,
+    n_ranks: int | None = None,
     args: Sequence[str] = (),
     *,
     timeout_s: float = 120.0,
@@ -364,14 +364,14 @@ def torchrun(
     cwd: str | os.PathLike | None = None,
     echo: bool = True,
 ) -> LaunchResult:
-    """Run ``torchrun --standalone --nproc_per_node=nproc script args...`` with a timeout.
+    """Run ``torchrun --standalone --nproc_per_node=n_ranks script args...`` with a timeout.
 
     Parameters
     ----------
     script : path
         The training script; it reads ``RANK``/``WORLD_SIZE`` from the environment and
         calls ``torch.distributed.init_process_group`` itself, as under torchrun.
-    nproc : int, optional
+    n_ranks : int, optional
         Processes to start; default :func:`dist_plan`'s choice (one per GPU, or 2 on CPU).
     args : sequence of str
         Arguments passed to the script (numbers and paths are written out with ``str``).
@@ -398,19 +398,19 @@ def torchrun(
     ------
     TypeError
         For an argument of the wrong type: a ``script`` or ``cwd`` that is not a path, an
-        ``nproc`` that is not an int, a ``timeout_s`` that is not a number, ``args`` that
+        ``n_ranks`` that is not an int, a ``timeout_s`` that is not a number, ``args`` that
         are not a sequence of str (or numbers), an ``env`` that is not a dict of str to str,
         an ``echo`` that is not True or False.
     ValueError
-        For a script or folder that does not exist, an ``nproc`` below 1, or a ``timeout_s``
+        For a script or folder that does not exist, an ``n_ranks`` below 1, or a ``timeout_s``
         that is not a finite number of seconds above 0 and at most 7 days. Every argument is
         checked before anything is started.
     """
     timeout_s = positive_number("timeout_s", timeout_s)
     if timeout_s > _MAX_TIMEOUT_S:  # the OS cannot wait longer than about 24 days
         raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
-    if nproc is not None:
-        nproc = positive_int("nproc", nproc)
+    if n_ranks is not None:
+        n_ranks = positive_int("n_ranks", n_ranks)
     if (
         isinstance(args, (str, bytes))
         or not isinstance(args, Sequence)
@@ -430,8 +430,8 @@ def torchrun(
     path = Path(cwd or ".") / script_path
     if not path.is_file():
         raise ValueError(f"script={str(script)!r} does not exist (looked in {path.parent})")
-    if nproc is None:
-        nproc = dist_plan().nproc
+    if n_ranks is None:
+        n_ranks = dist_plan().n_ranks
 
     with tempfile.TemporaryDirectory(prefix="gpulab-torchrun-") as log_dir:
         command = (
@@ -440,7 +440,7 @@ def torchrun(
             "torch.distributed.run",
             "--standalone",
             "--nnodes=1",
-            f"--nproc_per_node={nproc}",
+            f"--nproc_per_node={n_ranks}",
             "--max_restarts=0",
             "--role=rank",  # each line of rank i's output starts with "[rank<i>]:"
             "--tee=3",
@@ -476,13 +476,13 @@ def torchrun(
     name = Path(script).name
     if timed_out:
         message = (
-            f"{name} did not finish within timeout_s={timeout_s:g} s, so all {nproc} processes "
+            f"{name} did not finish within timeout_s={timeout_s:g} s, so all {n_ranks} processes "
             f"were stopped. The job is slow or stuck: too much work for this device and "
             f"timeout_s, or a rank waiting in a collective that another rank never reaches. "
             f"Last output: {_tail(stdout)}"
         )
     elif returncode == 0:
-        message = f"{name}: {nproc} processes finished in {format_duration(elapsed)}."
+        message = f"{name}: {n_ranks} processes finished in {format_duration(elapsed)}."
     elif "No module named torch" in stderr:
         message = "torchrun needs PyTorch, which is not installed here: pip install torch"
     else:

@@ -94,13 +94,13 @@ class BenchResult:
         """Like :meth:`flops_per_s`, in TFLOP/s (10¹² FLOP/s)."""
         return self.flops_per_s(flops) / 1e12
 
-    def bytes_per_s(self, nbytes: float) -> float:
-        """Bytes/s achieved if one call moves ``nbytes`` bytes to or from memory."""
-        return nbytes / self.median_s
+    def bytes_per_s(self, n_bytes: float) -> float:
+        """Bytes/s achieved if one call moves ``n_bytes`` bytes to or from memory."""
+        return n_bytes / self.median_s
 
-    def gbs(self, nbytes: float) -> float:
+    def gbs(self, n_bytes: float) -> float:
         """Like :meth:`bytes_per_s`, in GB/s (10⁹ bytes/s)."""
-        return self.bytes_per_s(nbytes) / 1e9
+        return self.bytes_per_s(n_bytes) / 1e9
 
     def __str__(self) -> str:
         label = f"{self.label}: " if self.label else ""
@@ -148,7 +148,7 @@ def benchmark(
     warmup: int = 1,
     num_threads: int | None = None,
     backend: str = "torch",
-    n_repeat: int = 20,
+    repeats: int = 20,
 ) -> BenchResult:
     """Time ``fn()`` correctly: warm up, synchronize, repeat, keep every sample.
 
@@ -170,7 +170,7 @@ def benchmark(
     backend : {"torch", "cupy"}
         ``"torch"``: :class:`torch.utils.benchmark.Timer`, which synchronizes CUDA.
         ``"cupy"``: :func:`cupyx.profiler.benchmark`, which times on the GPU with CUDA events.
-    n_repeat : int
+    repeats : int
         Timed calls for ``backend="cupy"``.
 
     Returns
@@ -193,12 +193,12 @@ def benchmark(
     choice("backend", backend, _BACKENDS)
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
     warmup = non_negative_int("warmup", warmup)
-    n_repeat = positive_int("n_repeat", n_repeat)
+    repeats = positive_int("repeats", repeats)
     text("label", label)
     if num_threads is not None:
         num_threads = positive_int("num_threads", num_threads)
     if backend == "cupy":
-        return _benchmark_cupy(fn, label, warmup, n_repeat)
+        return _benchmark_cupy(fn, label, warmup, repeats)
 
     import torch
     from torch.utils import benchmark as tbench
@@ -218,7 +218,7 @@ def benchmark(
 
 
 def _benchmark_cupy(
-    fn: Callable[[], object], label: str, warmup: int, n_repeat: int
+    fn: Callable[[], object], label: str, warmup: int, repeats: int
 ) -> BenchResult:
     try:
         from cupyx.profiler import benchmark as cupy_benchmark
@@ -226,7 +226,7 @@ def _benchmark_cupy(
         raise RuntimeError(
             "backend='cupy' needs CuPy with a CUDA GPU; use backend='torch' otherwise"
         ) from exc
-    result = cupy_benchmark(fn, n_repeat=n_repeat, n_warmup=warmup)
+    result = cupy_benchmark(fn, repeats=repeats, n_warmup=warmup)
     gpu_times = np.asarray(result.gpu_times)[0]
     return BenchResult(tuple(float(t) for t in gpu_times), 1, label, "cupy")
 

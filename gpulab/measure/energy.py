@@ -235,11 +235,11 @@ class EnergyMeter:
         nvml=None,
         interval_s: float = 0.05,
         verbose: bool = True,
-        warmup=None,
+        warmup_fn=None,
     ):
         interval_s = positive_number("interval_s", interval_s)
-        if warmup is not None and not callable(warmup):
-            raise wrong_type("warmup", warmup, "a callable taking no arguments, or None")
+        if warmup_fn is not None and not callable(warmup_fn):
+            raise wrong_type("warmup_fn", warmup_fn, "a callable taking no arguments, or None")
         if cores is not None:
             positive_int("cores", cores)
         flag("verbose", verbose)
@@ -251,7 +251,7 @@ class EnergyMeter:
         self._nvml = nvml
         self._interval_s = interval_s
         self._verbose = verbose
-        self._warmup = warmup
+        self._warmup = warmup_fn
         self.method = ""
         self.device_name = ""
         self.assumptions: tuple[str, ...] = ()
@@ -475,7 +475,7 @@ def measure_energy(
     nvml=None,
     interval_s: float = 0.05,
     verbose: bool = True,
-    warmup=None,
+    warmup_fn=None,
 ) -> EnergyMeter:
     """Measure the energy a block of code uses, or estimate it where nothing can be measured.
 
@@ -499,7 +499,7 @@ def measure_energy(
         Seconds between power samples when the GPU has no energy counter.
     verbose : bool
         Print why a measurement was not possible and what an estimate assumes.
-    warmup : callable, optional
+    warmup_fn : callable, optional
         Called with no arguments on entry, before anything is read and not measured: run
         the job once (or a few steps of it) here, so that creating the CUDA context and
         loading the first kernels are not counted. Then the device is synchronized, and
@@ -525,5 +525,5 @@ def measure_energy(
         nvml=nvml,
         interval_s=interval_s,
         verbose=verbose,
-        warmup=warmup,
+        warmup_fn=warmup_fn,
     )
