@@ -1086,7 +1086,9 @@ KINDS: dict[str, dict] = {
     "find_spec": {"device_name": "text"},
     "sm_architecture": {"spec": "spec"},
     "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
-    "kv_cache_bytes": {p: "count" for p in ("layers", "heads", "head_dim", "seq_len", "batch_size")},
+    "kv_cache_bytes": {
+        p: "count" for p in ("layers", "heads", "head_dim", "seq_len", "batch_size")
+    },
     "model_kv_cache_bytes": {"seq_len": "count", "batch_size": "count"},
     "decode_estimate": {"spec": "spec", "n_params": "pos", "batch_size": "count"},
     "DecodeEstimate": {"batch_size": "count", "n_bytes": "pos", "step_s": "pos"},

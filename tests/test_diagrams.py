@@ -114,7 +114,10 @@ def test_zero_bars_equal_sharded_memory():
     bars = ax.patches
     assert len(bars) == 12  # 4 stages x 3 parts
     for s in range(4):
-        expected = gl.sharded_memory(7.5e9, 64, s, weight_bytes_per_param=2, grad_bytes_per_param=2, optimizer_bytes_per_param=12)
+        expected = gl.sharded_memory(
+            7.5e9, 64, s, weight_bytes_per_param=2, grad_bytes_per_param=2,
+            optimizer_bytes_per_param=12,
+        )
         assert stages[s] == expected
         parts = [bar.get_width() * 1e9 for bar in bars if round(bar.get_y() + 0.4) == s]
         assert sum(parts) == pytest.approx(expected.total_bytes)

@@ -22,7 +22,8 @@ def test_llama_2_7b_cache_is_half_a_mebibyte_per_token():
     per_token = gl.model_kv_cache_bytes("Llama-2-7B", seq_len=1)
     assert per_token == 512 * 1024
     assert gl.model_kv_cache_bytes("llama 2 7b") == 4096 * per_token  # default: its context
-    assert gl.model_kv_cache_bytes("Llama-2-7B", batch_size=4, precision="fp32") == 8 * 4096 * per_token
+    four = gl.model_kv_cache_bytes("Llama-2-7B", batch_size=4, precision="fp32")
+    assert four == 8 * 4096 * per_token
 
 
 @pytest.mark.parametrize(

@@ -191,7 +191,9 @@ def conv2d_flops(
     >>> gl.conv2d_flops(1, 3, 64, 7, 224, stride=2, padding=3) / 1e6  # ResNet-50's stem
     236.027904
     """
-    _positive_ints(batch_size=batch_size, in_channels=in_channels, out_channels=out_channels, groups=groups)
+    _positive_ints(
+        batch_size=batch_size, in_channels=in_channels, out_channels=out_channels, groups=groups
+    )
     if in_channels % groups or out_channels % groups:
         raise ValueError(
             f"groups={groups} must divide in_channels={in_channels} and out_channels={out_channels}"

@@ -83,7 +83,8 @@ def kv_cache_bytes(
     >>> import gpulab as gl
     >>> gl.kv_cache_bytes(layers=32, heads=32, head_dim=128, seq_len=4096)  # Llama-2-7B
     2147483648
-    >>> gl.kv_cache_bytes(layers=2, heads=4, head_dim=16, seq_len=10, batch_size=3, precision="fp32")
+    >>> gl.kv_cache_bytes(layers=2, heads=4, head_dim=16, seq_len=10, batch_size=3,
+    ...                   precision="fp32")
     30720
     """
     values = (

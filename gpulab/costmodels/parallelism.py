@@ -640,8 +640,8 @@ def sharded_memory(
     on 64 GPUs holds 120 GB per GPU replicated, 31.4 / 16.6 / 1.9 GB at stages 1 / 2 / 3.
 
     >>> import gpulab as gl
-    >>> [round(gl.sharded_memory(7.5e9, 64, s, weight_bytes_per_param=2, grad_bytes_per_param=2,
-    ...                          optimizer_bytes_per_param=12).total_bytes / 1e9, 2) for s in range(4)]
+    >>> mixed = dict(weight_bytes_per_param=2, grad_bytes_per_param=2, optimizer_bytes_per_param=12)
+    >>> [round(gl.sharded_memory(7.5e9, 64, s, **mixed).total_bytes / 1e9, 2) for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
     """
     n = non_negative_number("n_params", n_params)
