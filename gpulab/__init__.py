@@ -40,21 +40,36 @@ Vocabulary
 The same word means the same thing in every function:
 
 ``device``
-    Where code runs: a :class:`torch.device` or a string torch accepts (``"cpu"``,
-    ``"cuda"``, ``"cuda:1"``).
+    Where code runs: a :class:`torch.device` or its name (``"cpu"``, ``"cuda"``,
+    ``"cuda:1"``, ``"mps"``); None means :func:`best_device`. Every function checks it the
+    same way (:func:`gpulab.measure.device.torch_device`).
 ``spec``
     A registry entry: a :class:`DeviceSpec`, or a name :func:`get_spec` understands
     (``"A100 80GB"``, ``"h100 sxm"``). Unknown names raise ``ValueError`` listing close
     matches.
 ``n_gpus``
-    How many GPUs (or other accelerators) work together.
+    How many GPUs (or other accelerators) work together; in the communication models, one
+    rank per GPU.
+``n_ranks``
+    How many processes a distributed job starts (:func:`torchrun`): one per GPU, or CPU
+    processes where there is no GPU.
+``batch_size``
+    Samples (images, sequences) processed together in one step. A linear layer's input
+    rows, which for a transformer are ``batch_size × seq_len``, are ``rows``.
+``warmup``
+    How many untimed calls run before timing starts (a count). A function to call before
+    a measurement is ``warmup_fn``.
+``repeats``
+    How many times a measurement is repeated.
 ``precision``
     One of :data:`PRECISIONS`: ``"fp32"``, ``"tf32"``, ``"fp16"``, ``"bf16"``, ``"fp8"``
     (the arithmetic), and ``"amp_fp16"``, ``"amp_bf16"`` (mixed-precision training: FP32
     weights, low-precision arithmetic). Each function says which of them it accepts.
 Units
     SI units throughout: seconds, bytes, FLOPs, FLOP/s, bytes/s, watts. A parameter or
-    attribute in seconds ends in ``_s`` (``timeout_s``); one in bytes ends in ``_bytes``.
+    attribute in seconds ends in ``_s`` (``timeout_s``); a total in bytes ends in ``_bytes``
+    (``n_bytes``: the bytes a message, a copy or a kernel moves), and bytes per parameter
+    end in ``_bytes_per_param``; a rate in bytes per second is ``bandwidth``.
     :func:`format_duration`, :func:`format_bytes` and :func:`format_rate` write them for
     a reader.
 Bad input

@@ -533,6 +533,7 @@ FIXED = {
     "frac_open": [0, 1.5, -0.1, NAN, INF, True, "0.5"],  # above 0, at most 1
     "choice": ["no-such-choice", 42],  # one of a few names
     "spec": ["Z9000 Ultra", "", 42],  # a registry entry or its name
+    "specs": ["Z9000 Ultra", "", 42, [], ["Z9000 Ultra"]],  # one entry or a list of them
     "link": ["token ring", 42],  # an interconnect or its name
     "device": ["tpu", 42],  # a torch device
     "path": [42, ""],
@@ -568,6 +569,12 @@ GENERATED = {
     "choice": st.one_of(_NOT_A_NAME, _WRONG_TYPES),
     "spec": st.one_of(
         st.text(alphabet="#%&~^", min_size=0, max_size=3).map(lambda s: "Z9" + s), _WRONG_TYPES
+    ),
+    "specs": st.one_of(
+        st.text(alphabet="#%&~^", min_size=0, max_size=3).map(lambda s: "Z9" + s),
+        st.integers(),
+        st.floats(),
+        st.lists(st.integers(), max_size=2),
     ),
     "link": st.one_of(_NOT_A_NAME, _WRONG_TYPES),
     "device": st.one_of(_NOT_A_NAME, st.integers(), st.floats()),
@@ -732,7 +739,7 @@ KINDS: dict[str, dict] = {
         "repeats": "count",
     },
     "plot_roofline": {
-        "ceilings": "spec",
+        "ceilings": "specs",
         "points": [[("add", 1, 12)], 42],
         "intensity_range": [(10, 1), (0, 10), (1, INF), (NAN, 10), 5, "ab"],
     },
@@ -1230,6 +1237,10 @@ def _expected_error(kind, bad) -> type[Exception]:
     if kind in _NUMBER_KINDS:
         return ValueError if _is_number(bad) else TypeError
     if kind in _NAME_KINDS:
+        return ValueError if isinstance(bad, str) else TypeError
+    if kind == "specs":  # a list is the right type; its entries are checked one by one
+        if isinstance(bad, (list, tuple)):
+            return ValueError if all(isinstance(v, str) for v in bad) else TypeError
         return ValueError if isinstance(bad, str) else TypeError
     raise AssertionError(f"no rule for kind {kind!r}")
 

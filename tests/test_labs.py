@@ -163,7 +163,7 @@ def test_record_executes_in_place_and_stamps_provenance(tmp_path):
     nb.metadata["gpulab"] = {"title": "T", "chapter": "book/x", "needs": "CPU"}
     path = tmp_path / "tiny.ipynb"
     nbformat.write(nb, path)
-    rec = record_notebook(path, timeout=120)
+    rec = record_notebook(path, timeout_s=120)
     done = nbformat.read(path, as_version=4)
     assert done.cells[0].outputs[0]["text"] == "42\n"
     assert done.cells[1].source.startswith(f"**Provenance.** Outputs recorded on {rec['date']}")

@@ -326,3 +326,21 @@ def test_too_few_gpus_for_any_split_that_fits_are_refused():
     # 64 H100s: 8 per tensor group leave at most 8 stages; 405B needs 16 (8 × 16 = 128 GPUs).
     with pytest.raises(ValueError, match=r"n_gpus=64 must be a multiple of .* = 128"):
         gl.suggest_parallelism(405e9, layers=126, hidden=16384, seq_len=8192, n_gpus=64)
+
+
+def test_the_activation_formula_is_written_once():
+    """The chooser's whole-model activations are the parallelism module's per-layer formula
+    times the layers, at the value width of the precision (2 bytes 16-bit, 4 bytes FP32)."""
+    s, b, h, a = 512, 8, 768, 12
+    for precision, width, per_sbh, per_as2b in (("amp_bf16", 2, 34, 5), ("fp32", 4, 66, 9)):
+        layer = gl.layer_activation_bytes(b, s, h, a, value_bytes=width)
+        assert layer == s * b * h * (per_sbh + per_as2b * a * s / h)
+        whole = gl.transformer_activation_bytes(
+            layers=12, hidden=h, heads=a, seq_len=s, batch_size=b, precision=precision
+        )
+        assert whole == 12 * layer
+    # Tensor and sequence parallelism split every term at any width: t ranks hold 1/t each.
+    full = gl.layer_activation_bytes(b, s, h, a, value_bytes=4)
+    split = gl.layer_activation_bytes(b, s, h, a, value_bytes=4, tensor_parallel=4,
+                                      sequence_parallel=True)  # fmt: skip
+    assert split == pytest.approx(full / 4)

@@ -110,7 +110,8 @@ def transformer_activation_bytes(
     tensors take ``s·b·h·(34 + 5·a·s/h)`` bytes (their Eq. 1): ``32·sbh + 4·as²b`` bytes of
     16-bit values and ``2·sbh + as²b`` bytes of one-byte dropout masks. For fp32 training
     the values take 4 bytes each and the masks stay at one. Embeddings and the output layer
-    add a little more and are left out.
+    add a little more and are left out. The per-layer formula is
+    :func:`gpulab.layer_activation_bytes` (one place for it), without parallelism.
 
     Examples
     --------
@@ -121,16 +122,14 @@ def transformer_activation_bytes(
     ...                                 batch_size=b, precision="amp_bf16") == 12 * per_layer
     True
     """
-    for name, value in (
-        ("layers", layers), ("hidden", hidden), ("heads", heads),
-        ("seq_len", seq_len), ("batch_size", batch_size),
-    ):  # fmt: skip
-        positive_int(name, value)
+    from gpulab.costmodels.parallelism import layer_activation_bytes
+
+    positive_int("layers", layers)
     choice("precision", precision, TRAINING_PRECISIONS)
-    width = compute_bytes(precision)
-    s, b, h, a = seq_len, batch_size, hidden, heads
-    per_layer = s * b * h * (16 * width + 2) + a * s * s * b * (2 * width + 1)
-    return layers * per_layer
+    per_layer = layer_activation_bytes(
+        batch_size, seq_len, hidden, heads, value_bytes=compute_bytes(precision)
+    )
+    return layers * round(per_layer)
 
 
 @functools.cache

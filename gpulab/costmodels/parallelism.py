@@ -186,10 +186,11 @@ def layer_activation_bytes(
     tensor_parallel: int = 1,
     sequence_parallel: bool = False,
     recompute: str = "none",
+    value_bytes: int = 2,
 ) -> float:
-    """Activation bytes one transformer layer keeps for backward, 16-bit (Korthikanti et al.).
+    """Activation bytes one transformer layer keeps for backward (Korthikanti et al. 2022).
 
-    The paper's Table 2, for ``t`` tensor-parallel ranks:
+    The paper's Table 2, for ``t`` tensor-parallel ranks and 16-bit activations:
 
     ========================  ===========================================
     no recomputation          ``sbh · (10 + 24/t + 5as/(ht))``
@@ -208,6 +209,13 @@ def layer_activation_bytes(
         Split LayerNorm and dropout activations along the sequence too.
     recompute : str
         One of :data:`RECOMPUTE`.
+    value_bytes : int
+        Bytes of each activation value: 2 for 16-bit (the paper's case), 4 for FP32
+        training. The one-byte dropout masks stay one byte. Per layer and rank the saved
+        tensors are ``sbh · (4w + 2)`` replicated (LayerNorm and linear inputs, two dropout
+        masks), ``sbh · 12w / t`` split by tensor parallelism (attention and MLP values), and
+        ``as²b · (2w + 1) / t`` for the attention scores (softmax output, its dropout mask
+        and output), with ``w = value_bytes``: for ``w = 2`` the table's 10, 24 and 5.
 
     Examples
     --------
@@ -220,6 +228,8 @@ def layer_activation_bytes(
     True
     >>> gl.layer_activation_bytes(b, s, h, a, recompute="full") == 2 * s * b * h
     True
+    >>> gl.layer_activation_bytes(b, s, h, a, value_bytes=4) == s * b * h * (66 + 9 * a * s / h)
+    True
     """
     b = positive_int("batch_size", batch_size)
     s = positive_int("seq_len", seq_len)
@@ -228,11 +238,13 @@ def layer_activation_bytes(
     t = positive_int("tensor_parallel", tensor_parallel)
     flag("sequence_parallel", sequence_parallel)
     choice("recompute", recompute, RECOMPUTE)
+    w = positive_int("value_bytes", value_bytes)
     sbh = s * b * h
-    if recompute == "full":
-        return 2.0 * sbh / (t if sequence_parallel else 1)
-    attention = 0.0 if recompute == "selective" else 5 * a * s / (h * t)
-    linear = 34 / t if sequence_parallel else 10 + 24 / t
+    if recompute == "full":  # the layer's input only
+        return float(w * sbh) / (t if sequence_parallel else 1)
+    attention = 0.0 if recompute == "selective" else (2 * w + 1) * a * s / (h * t)
+    replicated, split = 4 * w + 2, 12 * w
+    linear = (replicated + split) / t if sequence_parallel else replicated + split / t
     return sbh * (linear + attention)
 
 
