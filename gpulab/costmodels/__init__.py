@@ -17,7 +17,7 @@ matplotlib are loaded inside the functions that measure or draw.
 
 from __future__ import annotations
 
-import importlib
+from gpulab._lazy import submodule_loader
 
 _MODULES = (
     "chooser",
@@ -32,11 +32,4 @@ _MODULES = (
 )
 
 
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULES))
+__getattr__, __dir__ = submodule_loader(__name__, _MODULES)

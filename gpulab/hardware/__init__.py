@@ -12,16 +12,9 @@ Nothing here imports NumPy or torch.
 
 from __future__ import annotations
 
-import importlib
+from gpulab._lazy import submodule_loader
 
 _MODULES = ('interconnects', 'memory_ladder', 'precision', 'sm', 'specs')
 
 
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULES))
+__getattr__, __dir__ = submodule_loader(__name__, _MODULES)

@@ -11,16 +11,9 @@
 
 from __future__ import annotations
 
-import importlib
+from gpulab._lazy import submodule_loader
 
 _MODULES = ("bench", "bench_report", "cpu", "device", "energy", "provenance")
 
 
-def __getattr__(name: str):
-    if name not in _MODULES:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return importlib.import_module(f"{__name__}.{name}")
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_MODULES))
+__getattr__, __dir__ = submodule_loader(__name__, _MODULES)
