@@ -55,6 +55,61 @@ def test_a_partial_last_warp_shows_in_the_active_fraction():
     assert c.global_loads == 40 and c.global_requests == 4
 
 
+def _warp_read_sectors(src) -> tuple[int, int]:
+    """Sectors and lines one warp's coalesced read of ``src[0:32]`` touches."""
+    dst = np.zeros(32, dtype=src.dtype)
+    load = gl.simulate(ck.copy_strided, 1, 32, src, dst, 1).by_array["src", "load"]
+    np.testing.assert_array_equal(dst, src[:32])
+    return load["sectors"], load["lines"]
+
+
+@pytest.mark.parametrize(
+    "start, sectors, lines",
+    [(0, 4, 1), (1, 5, 2), (7, 5, 2), (8, 4, 2), (31, 5, 2), (32, 4, 1)],
+)
+def test_a_view_is_addressed_from_the_start_of_its_allocation(start, sectors, lines):
+    # src[start:] begins 4 * start bytes into a 256-byte-aligned allocation: 32 floats from
+    # there fill 4 sectors only when that offset is a multiple of 32 bytes.
+    src = np.arange(256, dtype=np.float32)
+    assert _warp_read_sectors(src[start:]) == (sectors, lines)
+    # a view of a view, and as_strided's wrapper, are followed to the same allocation
+    assert _warp_read_sectors(src[start // 2 :][start - start // 2 :]) == (sectors, lines)
+    wrapped = np.lib.stride_tricks.as_strided(src[start:], shape=(64,), strides=(4,))
+    assert _warp_read_sectors(wrapped) == (sectors, lines)
+
+
+def test_a_two_dimensional_view_and_a_negative_index_use_allocation_addresses():
+    def row(m, out):
+        i = cuda.grid(1)  # noqa: F821 - the simulator supplies ``cuda``
+        out[i] = m[-1, i]  # the last row, by a negative index
+
+    m = np.arange(8 * 40, dtype=np.float32).reshape(8, 40)
+    out = np.zeros(32, dtype=np.float32)
+    # m[:3, 3:]'s last row starts at byte (2 * 40 + 3) * 4 = 332 of the allocation:
+    # bytes 332..459 lie in sectors 10..14.
+    load = gl.simulate(row, 1, 32, m[:3, 3:], out).by_array["m", "load"]
+    np.testing.assert_array_equal(out, m[2, 3:35])
+    assert (load["sectors"], load["ideal_sectors"]) == (5, 4)
+    # the whole array's last row starts at byte 7 * 160 = 1120, a multiple of 32
+    load = gl.simulate(row, 1, 32, m, out).by_array["m", "load"]
+    assert load["sectors"] == 4
+
+
+def test_counts_do_not_depend_on_where_numpy_placed_the_buffer():
+    # The same 64 floats in fresh arrays at 16 different host addresses (4 bytes apart):
+    # each is its own allocation, taken as 256-byte aligned, so every copy counts alike.
+    buffer = bytearray(4 * 64 + 64)
+    placed = [
+        np.frombuffer(memoryview(buffer)[k : k + 4 * 64], dtype=np.float32) for k in range(0, 64, 4)
+    ]
+    assert len({a.__array_interface__["data"][0] % 32 for a in placed}) == 8  # truly scattered
+    for a in placed:
+        assert a.base is not None and not isinstance(a.base, np.ndarray)
+        assert _warp_read_sectors(a) == (4, 1)
+        assert _warp_read_sectors(a[1:]) == (5, 2)
+        assert _warp_read_sectors(a.copy()[1:]) == (5, 2)  # a copy is a new allocation
+
+
 def test_the_transpose_bank_conflicts_the_chapter_derives():
     a = np.arange(32 * 32, dtype=np.float32).reshape(32, 32)
     results = {}

@@ -225,16 +225,47 @@ class _Engine:
         """Outside a block with barriers every thread runs to the end on its own."""
 
 
-class _TracedArray:
-    """A NumPy array seen through a kernel: every element access is logged."""
+def _allocation_offset(array: np.ndarray) -> int:
+    """Bytes from the start of the allocation an array lives in to its first element.
 
-    __slots__ = ("_a", "_engine", "_id", "_strides", "shape", "dtype", "size", "ndim")
+    The allocation is the array at the end of the NumPy ``.base`` chain (a view's owner,
+    through ``as_strided``'s wrapper too); a fresh array is its own, offset 0. On a GPU that
+    allocation comes from ``cudaMalloc``, which returns addresses aligned to 256 bytes, so
+    the offset decides which sectors a warp's addresses fall in, and where NumPy placed the
+    buffer in host memory does not.
+    """
+    root = array
+    while True:
+        base = root.base
+        if isinstance(base, np.ndarray):
+            root = base
+        elif isinstance(getattr(base, "base", None), np.ndarray):
+            root = base.base  # np.lib.stride_tricks.as_strided wraps its base once
+        else:
+            break
+    # The allocation's lowest byte: below the data pointer where the owner's strides are
+    # negative (rare for an owner, but possible for a wrapped buffer).
+    lowest = root.__array_interface__["data"][0] + sum(
+        (n - 1) * s for n, s in zip(root.shape, root.strides, strict=True) if s < 0 and n > 0
+    )
+    return array.__array_interface__["data"][0] - lowest
+
+
+class _TracedArray:
+    """A NumPy array seen through a kernel: every element access is logged.
+
+    Addresses are byte offsets from the start of the array's allocation (the end of its
+    ``.base`` chain), taken as 256-byte aligned, as ``cudaMalloc`` returns them.
+    """
+
+    __slots__ = ("_a", "_engine", "_id", "_strides", "_offset", "shape", "dtype", "size", "ndim")
 
     def __init__(self, array: np.ndarray, engine: _Engine, name: str, space: str) -> None:
         self._a = array
         self._engine = engine
         self._id = engine.add_array(name, space, array.itemsize)
         self._strides = array.strides
+        self._offset = _allocation_offset(array)
         self.shape, self.dtype, self.size, self.ndim = (
             array.shape,
             array.dtype,
@@ -246,9 +277,13 @@ class _TracedArray:
         return len(self._a)
 
     def _byte(self, idx) -> int:
-        if isinstance(idx, tuple):
-            return sum(int(i) * s for i, s in zip(idx, self._strides, strict=False))
-        return int(idx) * self._strides[0]
+        """The element's address: its byte offset from the start of the allocation."""
+        idx = idx if isinstance(idx, tuple) else (idx,)
+        return self._offset + sum(
+            # a negative index counts from the end, as in NumPy and Numba
+            (int(i) + (n if int(i) < 0 else 0)) * s
+            for i, n, s in zip(idx, self.shape, self._strides, strict=False)
+        )
 
     def __getitem__(self, idx):
         value = self._a[idx]
@@ -569,7 +604,11 @@ def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True
     grid, block : int or tuple of int
         Blocks in the grid and threads per block (at most 1024 threads per block).
     *args
-        NumPy arrays (global memory; written in place, as on a GPU) and scalars.
+        NumPy arrays (global memory; written in place, as on a GPU) and scalars. Addresses
+        are counted from the start of each array's allocation, the end of its NumPy
+        ``.base`` chain, taken as 256-byte aligned as ``cudaMalloc`` returns it: a view
+        such as ``src[1:]`` starts 4 bytes into its sector, where NumPy placed the
+        buffer does not matter.
     count : bool
         Record and count every access (the default); ``False`` only runs the kernel, faster.
 
@@ -593,6 +632,11 @@ def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True
     >>> c = gl.simulate(copy, 1, 32, src, dst, 2)
     >>> c.by_array["src", "load"]["sectors"], dst[:3]
     (8, array([0., 2., 4.], dtype=float32))
+
+    A view that starts one float into the buffer spreads the same 32 reads over 5 sectors:
+
+    >>> gl.simulate(copy, 1, 32, src[1:], dst, 1).by_array["src", "load"]["sectors"]
+    5
     """
     kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
     if not isinstance(kernel, types.FunctionType):
