@@ -81,3 +81,15 @@ def test_cuda_source_compiles(name, source, arch, tmp_path):
     )  # fmt: skip
     assert result.returncode == 0, f"{name} does not compile for {arch}:\n{result.stderr}"
     assert ".entry" in (tmp_path / "kernel.ptx").read_text()
+
+
+def test_the_chapters_tiled_matmul_listing_works_for_any_n():
+    # The listing rounds the tile loop up, loads zeros outside the matrices and stores only
+    # inside C, as gpulab.kernels.cuda_kernels.tiled_matmul does (tested in the simulator).
+    listing = next(
+        src for name, src in SOURCES if name.startswith("book/kernels.md") and "matmul_tiled" in src
+    )
+    assert "t < (n + TILE - 1) / TILE" in listing
+    assert "(row < n && ka < n) ? A[row * n + ka] : 0.0f" in listing
+    assert "(kb < n && col < n) ? B[kb * n + col] : 0.0f" in listing
+    assert "if (row < n && col < n)" in listing

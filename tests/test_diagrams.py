@@ -287,13 +287,20 @@ def test_tile_loads_count_reuse():
     assert (counts["a_loads"] == 3).all() and (counts["b_loads"] == 3).all()
     # Loads times reuse per load = n uses of each element, as in the naive kernel.
     assert 3 * counts["reuse_per_load"] == counts["naive_loads"]
-    with pytest.raises(ValueError, match="tile"):
-        gl.kernels.tiling.tile_loads(10, 4)
+    # 4 does not divide 10: 3 x 3 blocks, the last tiles overhang, each element read 3 times
+    counts = gl.kernels.tiling.tile_loads(10, 4)
+    assert (counts["a_loads"] == 3).all() and (counts["b_loads"] == 3).all()
+    assert counts["global_loads"] == 2 * 10**2 * 3
+    with pytest.raises(ValueError, match="n=300"):
+        gl.kernels.tiling.tile_loads(300, 4)
     fig, drawn = gl.diagrams.draw_tiling(8, 2, block=(1, 2))
     green = [p for p in fig.axes[0].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
     assert len(green) == 8 // 2  # the block's row of A tiles
     with pytest.raises(ValueError, match="block"):
         gl.diagrams.draw_tiling(8, 2, block=(4, 0))
+    fig, drawn = gl.diagrams.draw_tiling(10, 4, block=(2, 2))  # the corner tile is cut off
+    corner = [p for p in fig.axes[2].patches if p.get_facecolor()[:3] != (1.0, 1.0, 1.0)]
+    assert [(p.get_width(), p.get_height()) for p in corner] == [(2, 2)]
     with pytest.raises(ValueError, match="block"):
         gl.diagrams.draw_tiling(8, 2, block=(1,))
     with pytest.raises(TypeError, match="block"):

@@ -89,7 +89,8 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     n : int
         Matrix size (n × n), at most 32 for a readable drawing.
     tile : int
-        Tile size; divides n.
+        Tile size. Where it does not divide n the last row and column of tiles are cut
+        off at the edge (a kernel fills them with zeros).
     block : (int, int)
         The block ``(row, column)`` of C to highlight.
 
@@ -102,7 +103,7 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     counts = tile_loads(n, tile)
     if n > 32:
         raise ValueError(f"n={n!r} must be at most 32 for a readable drawing")
-    t = n // tile
+    t = -(-n // tile)  # tiles per row and column, the last one cut off at the edge
     if not isinstance(block, (tuple, list)) or any(
         isinstance(v, bool) or not isinstance(v, Real) for v in block
     ):
@@ -128,7 +129,8 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
                 label = ""
                 if on and name != "C":
                     label = f"k={c if name == 'A' else r}"
-                box(ax, c * tile, r * tile, tile, tile, label, color=color, fontsize=7,
+                width, height = min(tile, n - c * tile), min(tile, n - r * tile)
+                box(ax, c * tile, r * tile, width, height, label, color=color, fontsize=7,
                     text_color="w" if on else None)  # fmt: skip
         ax.text(n / 2, -0.9, name, ha="center", fontsize=11)
     axes[0].text(n / 2, n + 0.4, f"row of tiles {bi}: loaded once per k", ha="center",

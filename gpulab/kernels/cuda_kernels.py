@@ -68,10 +68,24 @@ def matmul_naive(A, B, C, n):  # noqa: N803 - matrix names as in the chapter
 def tiled_matmul(tile: int, *, barrier: bool = True):
     """``C = A @ B`` with ``tile`` x ``tile`` tiles of A and B staged in shared memory.
 
-    Launch with ``block=(tile, tile)`` and ``grid=(n // tile, n // tile)``; ``n`` must be a
-    multiple of ``tile``. Each element of A and B is read from global memory ``n / tile``
-    times instead of ``n`` times. ``barrier=False`` leaves out the two ``syncthreads``: the
-    bug the chapter demonstrates.
+    Launch with ``block=(tile, tile)`` and the grid rounded up,
+    ``grid=(ceil(n / tile), ceil(n / tile))``; any ``n`` works. Where a tile overhangs the
+    matrices' edge its elements outside them are loaded as zeros (adding nothing to a dot
+    product), and only threads inside C store. Each element of A and B is read from global
+    memory ``ceil(n / tile)`` times instead of ``n`` times: ``2 n² ceil(n / tile)`` loads in
+    all (``gpulab.kernels.tiling.tile_loads``). ``barrier=False`` leaves out the two
+    ``syncthreads``: the bug the chapter demonstrates.
+
+    Examples
+    --------
+    >>> import numpy as np, gpulab as gl
+    >>> n, t = 10, 4  # 4 x 4 tiles do not divide 10: a grid of 3 x 3 blocks
+    >>> A = np.arange(n * n, dtype=np.float32).reshape(n, n) / 100
+    >>> B = np.ones((n, n), dtype=np.float32)
+    >>> C = np.zeros((n, n), dtype=np.float32)
+    >>> c = gl.simulate(tiled_matmul(t), (3, 3), (t, t), A, B, C, n)
+    >>> bool(np.allclose(C, A @ B)), c.global_loads == 2 * n**2 * 3
+    (True, True)
     """
 
     def kernel(A, B, C, n):  # noqa: N803
@@ -81,16 +95,25 @@ def tiled_matmul(tile: int, *, barrier: bool = True):
         row = cuda.blockIdx.y * tile + ty
         col = cuda.blockIdx.x * tile + tx
         acc = float32(0.0)
-        for t in range(n // tile):
-            sA[ty, tx] = A[row, t * tile + tx]
-            sB[ty, tx] = B[t * tile + ty, col]
+        for t in range((n + tile - 1) // tile):  # ceil(n / tile) tiles along k
+            ka = t * tile + tx  # the column of A and the row of B this thread loads
+            kb = t * tile + ty
+            if row < n and ka < n:
+                sA[ty, tx] = A[row, ka]
+            else:
+                sA[ty, tx] = float32(0.0)  # outside A: a zero adds nothing to the sum
+            if kb < n and col < n:
+                sB[ty, tx] = B[kb, col]
+            else:
+                sB[ty, tx] = float32(0.0)
             if barrier:  # a constant of the closure: every thread takes the same branch
                 cuda.syncthreads()  # the whole tile is loaded before anyone reads it
             for k in range(tile):
                 acc += sA[ty, k] * sB[k, tx]
             if barrier:
                 cuda.syncthreads()  # everyone is done with it before it is overwritten
-        C[row, col] = acc
+        if row < n and col < n:  # every thread reached the barriers; those inside C store
+            C[row, col] = acc
 
     kernel.__name__ = f"tiled_matmul_{tile}" + ("" if barrier else "_no_barrier")
     return kernel
