@@ -1,4 +1,7 @@
-"""Occupancy and wave predictions against values worked out by hand from the per-SM table."""
+"""Occupancy and wave predictions against values worked out by hand from the per-SM table.
+
+CUDA's own answers, from ``cuda_occupancy.h``, are in test_kernels_occupancy_reference.py.
+"""
 
 import sys
 
@@ -16,6 +19,15 @@ import gpulab as gl
         ("Tesla T4", 32, 32, 0, 16, 16, "blocks"),
         # A100, 64 registers: 2048 per warp -> 32 warps -> 4 blocks of 8.
         ("A100 80GB SXM4", 256, 64, 0, 4, 32, "registers"),
+        # 33 registers: 1,056 per warp, allocated as 1,280; each of the 4 register files of
+        # 16,384 holds 12 such warps, 48 per SM -> 16 blocks of 3 warps (not 65,536 / 1,280
+        # = 51 warps -> 17 blocks: a warp's registers come from one file).
+        ("A100 80GB SXM4", 96, 33, 0, 16, 48, "registers"),
+        # 22,950 B + 1,024 reserved = 23,974, allocated in 128-byte units as 24,064:
+        # 167,936 // 24,064 = 6 blocks (not 167,936 // 23,974 = 7).
+        ("A100 80GB SXM4", 256, 32, 22950, 6, 48, "shared memory"),
+        # T4: 6,500 B allocated in 256-byte units as 6,656 -> 65,536 // 6,656 = 9 blocks.
+        ("Tesla T4", 32, 32, 6500, 9, 9, "shared memory"),
         # 255 registers round to 8192 per warp -> 8 warps -> 1 block of 8.
         ("A100 80GB SXM4", 256, 255, 0, 1, 8, "registers"),
         # 48 KB + 1 KB reserved per block in 164 KB -> 3 blocks.

@@ -15,7 +15,13 @@ Sources, one URL per row in the table:
   NVIDIA's architecture whitepaper for that generation;
 * the register allocation unit (a warp's registers are allocated in units of 256) is the
   value NVIDIA's CUDA Occupancy Calculator uses for every compute capability from 3.0 on
-  (https://docs.nvidia.com/nsight-compute/NsightCompute/index.html#occupancy-calculator).
+  (https://docs.nvidia.com/nsight-compute/NsightCompute/index.html#occupancy-calculator);
+* the shared-memory allocation unit (256 bytes up to 7.x, 128 from 8.0 on) is the one the
+  CUDA Toolkit's own occupancy calculator uses: the header ``include/cuda_occupancy.h``
+  that ships with every toolkit (https://developer.nvidia.com/cuda-toolkit), function
+  ``cudaOccSMemAllocationGranularity``. ``tests/test_kernels_occupancy_reference.py`` compiles
+  against that header and checks this column, the register allocation unit, the block
+  limit and the register partitions (one per warp scheduler) against it.
 
 Blackwell (10.0) is not in the table: the registry's B200 has no SM count yet.
 """
@@ -46,6 +52,7 @@ _INT_FIELDS = (
     "max_shared_per_sm_bytes",
     "max_shared_per_block_bytes",
     "reserved_shared_per_block_bytes",
+    "shared_allocation_unit_bytes",
     "warp_schedulers_per_sm",
     "fp32_lanes_per_sm",
     "tensor_cores_per_sm",
@@ -75,8 +82,11 @@ class SmArchitecture:
         Shared memory one SM holds and one block may use (above 48 KB by opt-in).
     reserved_shared_per_block_bytes : int
         Shared memory the CUDA runtime reserves for each resident block (1 KB from 8.0 on).
+    shared_allocation_unit_bytes : int
+        The unit in which a block's shared memory (with the reserved part) is allocated.
     warp_schedulers_per_sm, fp32_lanes_per_sm, tensor_cores_per_sm : int
-        From the architecture whitepaper.
+        From the architecture whitepaper. Each warp scheduler heads one partition of the SM
+        (a quarter from Volta on) with its own share of the register file.
     l1_shared_per_sm_bytes : int or None
         The combined L1 cache and shared memory per SM (None where they are separate).
     limits_source_url, anatomy_source_url : str
@@ -99,6 +109,7 @@ class SmArchitecture:
     max_shared_per_sm_bytes: int
     max_shared_per_block_bytes: int
     reserved_shared_per_block_bytes: int
+    shared_allocation_unit_bytes: int
     warp_schedulers_per_sm: int
     fp32_lanes_per_sm: int
     tensor_cores_per_sm: int

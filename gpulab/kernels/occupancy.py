@@ -2,10 +2,22 @@
 
 An SM holds as many blocks of a kernel as its scarcest resource allows: warp slots, block
 slots, registers or shared memory (per-SM limits from :func:`gpulab.sm_architecture`).
-:func:`occupancy` finds that number and names the limiting resource, as NVIDIA's CUDA
-Occupancy Calculator does, with two simplifications stated here: shared memory is not
-rounded up to its allocation unit, and no per-kernel opt-in beyond the table's maximum is
-modelled.
+:func:`occupancy` finds that number and names the limiting resource with the rules of the
+CUDA Toolkit's own calculator (``cuda_occupancy.h``, ``cudaOccMaxActiveBlocksPerMultiprocessor``):
+
+* registers are allocated per warp, in units of ``register_allocation_unit`` (256), from
+  the register files of the SM's partitions (one per warp scheduler, four from Volta on,
+  16,384 registers each): a warp's registers come from one partition, so whole warps fit
+  per partition, not per SM;
+* a block's shared memory, plus what the runtime reserves per block (1 KB from 8.0 on),
+  is rounded up to ``shared_allocation_unit_bytes`` (256 bytes, 128 from 8.0 on);
+* the SM's shared memory is taken at its largest carve-out, and the kernel as having opted
+  in to the largest block (what the calculator assumes by default).
+
+``tests/test_kernels_occupancy_reference.py`` checks the answers against the header itself on a
+table of configurations across compute capabilities 7.0 to 9.0. Not modelled: on 6.0
+(GP100) CUDA also refuses a block that would not fit the four smaller register partitions
+of 6.1, and smaller carve-outs chosen with ``cudaFuncAttributePreferredSharedMemoryCarveout``.
 
 :func:`matmul_waves` predicts the time of an ``n × n × n`` matrix multiply cut into output
 tiles, one tile per SM at a time: the grid runs in *waves* of ``sm_count`` tiles, and the
@@ -147,11 +159,17 @@ def occupancy(
         "shared memory": None,
     }
     if regs:
+        # A warp's registers, rounded up to the allocation unit, come from one partition's
+        # register file: whole warps per partition, then whole blocks per SM. (CUDA's check
+        # against the registers one block may hold, 64 K as many as per SM, then holds too.)
         unit = arch.register_allocation_unit
         per_warp = math.ceil(regs * arch.warp_size / unit) * unit
-        by["registers"] = (arch.registers_per_sm // per_warp) // warps_per_block
+        partitions = arch.warp_schedulers_per_sm
+        warps_per_partition = (arch.registers_per_sm // partitions) // per_warp
+        by["registers"] = warps_per_partition * partitions // warps_per_block
     if shared:
-        per_block = shared + arch.reserved_shared_per_block_bytes
+        unit = arch.shared_allocation_unit_bytes
+        per_block = math.ceil((shared + arch.reserved_shared_per_block_bytes) / unit) * unit
         by["shared memory"] = arch.max_shared_per_sm_bytes // per_block
     allowed = {name: n for name, n in by.items() if n is not None}
     blocks = min(allowed.values())
