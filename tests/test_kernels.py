@@ -1,6 +1,7 @@
 """The kernel simulator's counts against the values the chapter derives by hand."""
 
 import os
+import re
 import subprocess
 import sys
 import time
@@ -282,3 +283,96 @@ def test_divergence_shows_in_the_active_fraction():
     c = gl.simulate(even_only, 1, 64, src, dst)
     assert c.active_fraction == 0.5
     assert c.by_array["src", "load"]["sectors"] == 2 * 4  # half the words, same sectors
+
+
+# --------------------------------------------------------------------------- can Numba compile?
+# numba_cuda_available() asks the driver, then compiles and runs a one-line kernel, once per
+# session. Here both steps are fakes, so the three cases run on any machine.
+
+
+class NvvmSupportError(Exception):
+    """Stands in for numba.cuda.cudadrv.error.NvvmSupportError (a driver, but no NVVM)."""
+
+
+@pytest.fixture
+def numba_status(monkeypatch):
+    """A fresh answer for each test, and the fakes it asks: returns the calls made."""
+    pytest.importorskip("numba.cuda", reason="Numba is not installed")
+    calls = {"driver": 0, "compile": 0}
+    ck._numba_cuda_status.cache_clear()
+
+    def fake(driver=True, compile_error=None):
+        def is_available():
+            calls["driver"] += 1
+            if isinstance(driver, Exception):
+                raise driver
+            return driver
+
+        def compile_trivial_kernel():
+            calls["compile"] += 1
+            if compile_error is not None:
+                raise compile_error
+
+        monkeypatch.setattr(ck.cuda, "is_available", is_available)
+        monkeypatch.setattr(ck, "_compile_trivial_kernel", compile_trivial_kernel)
+        return calls
+
+    yield fake
+    ck._numba_cuda_status.cache_clear()  # the real answer again for later tests
+
+
+@pytest.mark.parametrize(
+    "driver, reason",
+    [
+        (False, "Numba sees no CUDA GPU"),
+        (OSError("libcuda.so.1: cannot open"), "could not ask the CUDA driver .*OSError: libcuda"),
+    ],
+)
+def test_without_a_driver_nothing_is_compiled_and_the_reason_says_so(numba_status, driver, reason):
+    calls = numba_status(driver=driver)
+    assert ck.numba_cuda_available() is False
+    assert re.search(reason, ck.numba_cuda_missing_reason())
+    assert calls == {"driver": 1, "compile": 0}
+    with pytest.raises(RuntimeError, match="compiling for a GPU is not possible here: Numba"):
+        ck.compile_for_gpu(ck.copy_strided)
+
+
+def test_a_driver_that_cannot_compile_is_not_enough(numba_status):
+    missing = NvvmSupportError("libNVVM cannot be found. Do `conda install cudatoolkit`:\nmore")
+    calls = numba_status(driver=True, compile_error=missing)
+    assert ck.numba_cuda_available() is False
+    reason = ck.numba_cuda_missing_reason()
+    assert reason.startswith(
+        "Numba sees a CUDA GPU but cannot compile a kernel for it "
+        "(NvvmSupportError: libNVVM cannot be found. Do `conda install cudatoolkit`:)"
+    )
+    assert "NVVM, which comes with the CUDA toolkit, not the driver" in reason
+    assert calls == {"driver": 1, "compile": 1}
+    with pytest.raises(RuntimeError, match="cannot compile a kernel for it"):
+        ck.compile_for_gpu(ck.copy_strided)
+
+
+def test_a_driver_that_compiles_is_available_and_asked_once(numba_status, monkeypatch):
+    calls = numba_status(driver=True)
+    assert [ck.numba_cuda_available() for _ in range(3)] == [True, True, True]
+    assert ck.numba_cuda_missing_reason() == ""
+    assert calls == {"driver": 1, "compile": 1}  # the answer is kept for the session
+    monkeypatch.setattr(ck.cuda, "jit", lambda kernel: ("compiled", kernel))
+    assert ck.compile_for_gpu(ck.copy_strided) == ("compiled", ck.copy_strided)
+
+
+def test_the_real_probe_compiles_and_runs_under_numbas_simulator(tmp_path):
+    # The one-line kernel and its launch, through Numba's own API, in its CUDA simulator (a
+    # fresh process: the simulator is chosen when Numba is imported).
+    pytest.importorskip("numba", reason="Numba is not installed")
+    code = (
+        "from gpulab.kernels import cuda_kernels as ck\n"
+        "print(ck.numba_cuda_available(), repr(ck.numba_cuda_missing_reason()))\n"
+    )
+    env = dict(os.environ, NUMBA_ENABLE_CUDASIM="1")
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True ''"

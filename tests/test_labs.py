@@ -9,6 +9,7 @@ import yaml
 from gpulab import course
 from gpulab.course.labs import (
     PLACEHOLDER_REPOSITORY_URL,
+    first_cell_problems,
     setup_cell_source,
     stamp_setup_cells,
 )
@@ -103,6 +104,46 @@ def test_setup_cell_stops_with_one_sentence_when_gpulab_cannot_be_installed(publ
         assert printed == ""
         assert "not published yet (its repository URL is a placeholder)" in errors[0].evalue
     assert errors[0].evalue.count(". ") == 0 and errors[0].evalue.endswith(".")  # one sentence
+
+
+def test_every_lab_passes_the_first_cell_checks_of_record_all(root):
+    for path in labs(root):
+        assert first_cell_problems(nbformat.read(path, as_version=4)) == [], path
+
+
+def _cells(*kinds):
+    """Cells from short names: 'setup', 'provenance', 'code', 'md', or 'code:provenance'."""
+    cells = []
+    for kind in kinds:
+        if kind == "setup":
+            cells.append(nbformat.v4.new_code_cell("", metadata={"tags": ["setup"]}))
+        elif kind == "provenance":
+            cells.append(nbformat.v4.new_markdown_cell("", metadata={"tags": ["provenance"]}))
+        elif kind == "code:provenance":
+            cells.append(nbformat.v4.new_code_cell("", metadata={"tags": ["provenance"]}))
+        elif kind == "code":
+            cells.append(nbformat.v4.new_code_cell(""))
+        else:
+            cells.append(nbformat.v4.new_markdown_cell(""))
+    return nbformat.v4.new_notebook(cells=cells)
+
+
+@pytest.mark.parametrize(
+    "kinds, problem",
+    [
+        (("md", "code", "provenance", "code"), "no cell is tagged 'setup'"),
+        (("code", "setup", "provenance"), "'setup' (cell 1) must be the first code cell, which is"),
+        (("setup", "setup", "provenance"), "2 cells are tagged 'setup'"),
+        (("setup", "code"), "0 cells are tagged 'provenance'"),
+        (("setup", "provenance", "provenance"), "2 cells are tagged 'provenance'"),
+        (("setup", "code:provenance"), "'provenance' must be a markdown cell"),
+        (("setup", "code", "provenance"), "'provenance' (cell 2) must come before the second"),
+    ],
+)
+def test_first_cell_problems_name_what_is_wrong(kinds, problem):
+    assert first_cell_problems(_cells("md", "setup", "provenance", "code")) == []
+    found = first_cell_problems(_cells(*kinds))
+    assert any(problem in sentence for sentence in found), found
 
 
 def test_outputs_are_committed_with_provenance(root):

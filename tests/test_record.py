@@ -1,15 +1,20 @@
-"""Recording labs: one lab in place, or every lab in one run that stops at the first failure."""
+"""Recording labs: one lab in place, or every lab in one run that goes on after a failure."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
+import tempfile
+from pathlib import Path
 
 import nbformat
 import pytest
 
 from gpulab.__main__ import main
 from gpulab.course import record as rec
+from gpulab.units import format_bytes
 
 
 def _lab(folder, name, code, *, provenance=True):
@@ -24,37 +29,232 @@ def _lab(folder, name, code, *, provenance=True):
     return path
 
 
-def test_record_all_stops_at_the_first_failure_naming_lab_and_cell(tmp_path):
-    good = _lab(tmp_path, "a", ["print(6 * 7)"])
-    bad = _lab(tmp_path, "b", ["x = 1", "raise ValueError('broken on purpose')"])
-    later = _lab(tmp_path, "c", ["print('never')"])
-    later_before = later.read_text()
-    with pytest.raises(rec.RecordingError, match=r"b_lab\.ipynb: cell 2 failed.*broken on purpose"):
-        rec.record_all(tmp_path, results=None, timeout_s=60, progress=lambda _: None)
-    recorded = nbformat.read(good, as_version=4)
-    assert recorded.cells[0].source.startswith("**Provenance.**")
-    assert recorded.cells[1].outputs[0]["text"] == "42\n"
-    assert "run_time_s" in recorded.metadata["gpulab"]
-    assert "Provenance" not in nbformat.read(bad, as_version=4).cells[0].source
-    assert later.read_text() == later_before  # the run stopped before it
+def _full_lab(folder, name, code, *, setup=True, provenance=True, run_time_s=None):
+    """A lab as the course writes them: setup cell (0), provenance cell (1), then ``code``."""
+    cells = []
+    if setup:
+        cells.append(nbformat.v4.new_code_cell("SETUP = True", metadata={"tags": ["setup"]}))
+    if provenance:
+        cell = nbformat.v4.new_markdown_cell("(filled when recorded)")
+        cell.metadata["tags"] = ["provenance"]
+        cells.append(cell)
+    cells += [nbformat.v4.new_code_cell(src) for src in code]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3"}
+    if run_time_s is not None:
+        nb.metadata["gpulab"] = {"run_time_s": run_time_s}
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{name}_lab.ipynb"
+    nbformat.write(nb, path)
+    return path
 
 
-def test_record_all_checks_every_provenance_cell_before_running_any(tmp_path):
-    first = _lab(tmp_path, "a", ["print(1)"])
-    _lab(tmp_path, "b", ["print(2)"], provenance=False)
-    before = first.read_text()
-    with pytest.raises(ValueError, match=r"b_lab\.ipynb needs exactly one markdown cell"):
-        rec.record_all(tmp_path, results=None, progress=lambda _: None)
-    assert first.read_text() == before
+def _quiet(_line):
+    pass
+
+
+def test_record_all_goes_on_after_a_failing_lab_and_leaves_it_as_it_was(tmp_path):
+    (tmp_path / "shared.txt").write_text("before")
+    good = _full_lab(tmp_path, "a", ["open('a_side.txt', 'w').write('from a'); print(6 * 7)"])
+    bad = _full_lab(
+        tmp_path, "b",
+        ["open('shared.txt', 'w').write('b was here'); raise ValueError('broken on purpose')"],
+    )  # fmt: skip
+    nb = nbformat.read(bad, as_version=4)  # outputs from an earlier recording, to keep
+    nb.cells[2].outputs = [nbformat.v4.new_output("stream", name="stdout", text="earlier\n")]
+    nbformat.write(nb, bad)
+    bad_before = bad.read_bytes()
+    later = _full_lab(tmp_path, "c", ["print('after the failure')"])
+    lines = []
+
+    outcomes = rec.record_all(tmp_path, results=None, timeout_s=60, progress=lines.append)
+
+    assert [(o.lab, o.status) for o in outcomes] == [
+        ("a_lab.ipynb", "recorded"), ("b_lab.ipynb", "failed"), ("c_lab.ipynb", "recorded"),
+    ]  # fmt: skip
+    assert outcomes[1].cell == 2 and outcomes[1].error == "ValueError: broken on purpose"
+    for lab, text in ((good, "42\n"), (later, "after the failure\n")):
+        recorded = nbformat.read(lab, as_version=4)
+        assert recorded.cells[1].source.startswith("**Provenance.**")
+        assert recorded.cells[2].outputs[0]["text"] == text
+        assert "cpu" in recorded.metadata["gpulab"]["run_time_s"]
+    # The failing lab and the file it wrote before failing are exactly as they were; the
+    # passing lab's side file is kept, as when labs ran in place.
+    assert bad.read_bytes() == bad_before
+    assert (tmp_path / "shared.txt").read_text() == "before"
+    assert (tmp_path / "a_side.txt").read_text() == "from a"
+    # The closing table: a row per lab, the failure's cell and error, and a count.
+    table = lines[-5:]
+    assert re.fullmatch(r"lab\s+status\s+run time\s+first error", table[0])
+    assert re.fullmatch(r"a_lab\.ipynb\s+recorded\s+\d+\.\d s", table[1])
+    assert re.fullmatch(
+        r"b_lab\.ipynb\s+failed\s+\d+\.\d s\s+cell 2: ValueError: broken on purpose", table[2]
+    )
+    assert re.fullmatch(r"c_lab\.ipynb\s+recorded\s+\d+\.\d s", table[3])
+    assert table[4] == "3 labs: 2 recorded, 1 failed"
+
+
+def test_a_lab_whose_kernel_dies_is_reported_with_its_cell(tmp_path):
+    dies = _full_lab(tmp_path, "a", ["x = 1", "import os; os._exit(1)"])
+    before = dies.read_bytes()
+    lines = []
+    (outcome,) = rec.record_all(tmp_path, results=None, timeout_s=60, progress=lines.append)
+    assert (outcome.status, outcome.cell) == ("failed", 3)
+    assert outcome.error.startswith("DeadKernelError")
+    assert dies.read_bytes() == before
+    assert re.fullmatch(r"a_lab\.ipynb\s+failed\s+\d+\.\d s\s+cell 3: DeadKernelError.*", lines[-2])
+    assert lines[1].split() == ["a_lab.ipynb", "-", "never", "recorded:", "no", "estimate"]
+    assert lines[2].split() == ["total", "-", "and", "1", "lab(s)", "without", "an", "estimate"]
+
+
+def _fake_recording(monkeypatch, fail=()):
+    """record_notebook without a kernel: labs named in ``fail`` fail in cell 2."""
+    ran = []
+
+    def record_notebook(path, timeout_s=900, kernel_name="python3"):
+        ran.append(path.name)
+        if path.name in fail:
+            raise rec.RecordingError(f"{path}: cell 2 failed", cell=2, error="ValueError: no")
+        return {"device": "a test CPU", "run_time_s": 1.0, "kind": "cpu", "path": str(path)}
+
+    monkeypatch.setattr(rec, "record_notebook", record_notebook)
+    return ran
+
+
+def test_record_all_command_prints_the_table_and_exits_1_if_a_lab_failed(
+    tmp_path, monkeypatch, capsys
+):
+    monkeypatch.chdir(tmp_path)
+    report = {"provenance": {"date": "2026-12-03", "device": "a test CPU"}}
+    monkeypatch.setattr("gpulab.measure.bench_report.run_bench", lambda **_: report)
+    for name in "ab":
+        _full_lab(tmp_path / "notebooks", name, ["print(1)"])
+    ran = _fake_recording(monkeypatch, fail={"a_lab.ipynb"})
+    assert main(["record", "--all", "--timeout", "60"]) == 1
+    assert ran == ["a_lab.ipynb", "b_lab.ipynb"]  # the failure did not stop the run
+    out = capsys.readouterr().out
+    assert re.search(r"^a_lab\.ipynb\s+failed\s+\d+\.\d s\s+cell 2: ValueError: no$", out, re.M)
+    assert re.search(r"^b_lab\.ipynb\s+recorded\s+\d+\.\d s$", out, re.M)
+    assert out.rstrip().endswith("2 labs: 1 recorded, 1 failed")
+
+    _fake_recording(monkeypatch)
+    assert main(["record", "--all", "--timeout", "60"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("2 labs: 2 recorded, 0 failed")
+
+
+def test_record_all_checks_every_labs_first_cells_before_running_any(tmp_path, monkeypatch):
+    good = _full_lab(tmp_path, "a", ["print(1)"])
+    _full_lab(tmp_path, "b", ["print(2)"], setup=False)
+    _full_lab(tmp_path, "c", ["print(3)"], provenance=False)
+    before = good.read_bytes()
+    ran = _fake_recording(monkeypatch)
+    with pytest.raises(rec.RecordingError, match="no lab was recorded") as refused:
+        rec.record_all(tmp_path, results=None, progress=_quiet)
+    message = str(refused.value)
+    assert re.search(r"b_lab\.ipynb: no cell is tagged 'setup'", message)
+    assert re.search(r"c_lab\.ipynb: 0 cells are tagged 'provenance'", message)
+    assert "a_lab.ipynb" not in message
+    assert ran == [] and good.read_bytes() == before
+
+
+def test_record_all_command_prints_a_refusal_without_a_traceback(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)  # where results/ would go, were the refusal to fail
+    monkeypatch.setattr("gpulab.measure.bench_report.run_bench", lambda **_: {})
+    _fake_recording(monkeypatch)
+    _full_lab(tmp_path / "notebooks", "b", ["print(2)"], setup=False)
+    assert main(["record", "--all"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("no lab was recorded") and "Traceback" not in err
+
+
+def _free_disk(monkeypatch, free_by_path):
+    real = shutil.disk_usage
+
+    def disk_usage(path):
+        usage = real(path)
+        free = free_by_path(Path(path))
+        return usage._replace(free=usage.free if free is None else free)
+
+    monkeypatch.setattr(shutil, "disk_usage", disk_usage)
+
+
+def test_record_all_refuses_to_start_without_the_disk_space_it_needs(tmp_path, monkeypatch):
+    labs = [_full_lab(tmp_path, name, ["print(1)"]) for name in "ab"]
+    lab_bytes = sum(lab.stat().st_size for lab in labs)
+    ran = _fake_recording(monkeypatch)
+    # Less than DISK_MARGIN x the labs' size: refused before anything runs.
+    _free_disk(monkeypatch, lambda path: lab_bytes)
+    with pytest.raises(rec.RecordingError, match="not enough free disk space") as refused:
+        rec.record_all(tmp_path, results=None, progress=_quiet)
+    assert f"2 x the labs' {format_bytes(lab_bytes)} for their recordings" in str(refused.value)
+    assert ran == []
+    # The folder's disk has room, but the temporary folder the labs run in is elsewhere and
+    # too full for the working copy.
+    monkeypatch.setattr(rec, "_same_filesystem", lambda a, b: False)
+    tmp = Path(tempfile.gettempdir())
+    _free_disk(monkeypatch, lambda path: 10 if path == tmp else None)
+    with pytest.raises(rec.RecordingError, match=rf"disk space in {re.escape(str(tmp))}.*copy"):
+        rec.record_all(tmp_path, results=None, progress=_quiet)
+    assert ran == []
+    # Enough room: the labs run.
+    _free_disk(monkeypatch, lambda path: 10**12)
+    rec.record_all(tmp_path, results=None, progress=_quiet)
+    assert ran == ["a_lab.ipynb", "b_lab.ipynb"]
+
+
+def test_record_all_prints_run_time_estimates_for_this_device_first(tmp_path, monkeypatch):
+    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 40.0, "cuda": 10.0})
+    _full_lab(tmp_path, "b", ["print(2)"], run_time_s={"cpu": 30.0})
+    b_on_gpu = _full_lab(tmp_path / "recordings" / "cuda", "b", ["print(2)"])
+    nb = nbformat.read(b_on_gpu, as_version=4)  # a GPU recording the lab's metadata lacks
+    nb.metadata["gpulab"] = {"run_time_s": {"cuda": 7.0}, "recorded": {"cuda": {"x": 1}}}
+    nbformat.write(nb, b_on_gpu)
+    _full_lab(tmp_path, "c", ["print(3)"], run_time_s={"cpu": 20.0})
+    _full_lab(tmp_path, "d", ["print(4)"])
+    _fake_recording(monkeypatch)
+    lines = []
+
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cuda"})
+    rec.record_all(tmp_path, results=None, progress=lines.append)
+    estimates = lines[: lines.index("recording a_lab.ipynb ...")]
+    assert estimates[0] == "Estimated run times on this machine (GPU), from recorded runs:"
+    assert [line.split() for line in estimates[1:]] == [
+        ["a_lab.ipynb", "10", "s", "recorded", "on", "GPU"],
+        ["b_lab.ipynb", "7", "s", "recorded", "on", "GPU"],
+        ["c_lab.ipynb", "20", "s", "no", "GPU", "recording", "yet:", "its", "CPU", "run", "time,",
+         "taken", "as", "an", "upper", "bound"],
+        ["d_lab.ipynb", "-", "never", "recorded:", "no", "estimate"],
+        ["total", "37", "s", "and", "1", "lab(s)", "without", "an", "estimate"],
+    ]  # fmt: skip
+
+    lines.clear()
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu"})
+    rec.record_all(tmp_path, results=None, progress=lines.append)
+    assert lines[0] == "Estimated run times on this machine (CPU), from recorded runs:"
+    assert lines[2].split()[:3] == ["b_lab.ipynb", "30", "s"]
+    assert lines[5].split()[:3] == ["total", "90", "s"]  # 40 + 30 + 20 s
+
+
+def test_the_labs_table_comes_before_a_bench_failure(tmp_path, monkeypatch):
+    _full_lab(tmp_path, "a", ["print(1)"])
+    _fake_recording(monkeypatch)
+
+    def broken_bench(**_):
+        raise OSError("no space left")
+
+    monkeypatch.setattr("gpulab.measure.bench_report.run_bench", broken_bench)
+    lines = []
+    with pytest.raises(rec.RecordingError, match="bench failed: OSError: no space left"):
+        rec.record_all(tmp_path, results=tmp_path / "results", progress=lines.append)
+    assert lines[-1] == "1 labs: 1 recorded, 0 failed"
 
 
 def test_record_all_writes_a_bench_report(tmp_path, monkeypatch):
     labs = tmp_path / "labs"
-    labs.mkdir()
-    _lab(labs, "a", ["print(1)"])
+    _full_lab(labs, "a", ["print(1)"])
     report = {"provenance": {"date": "2026-12-03", "device": "NVIDIA H200; torch 2.9"}, "x": 1}
     monkeypatch.setattr("gpulab.measure.bench_report.run_bench", lambda **_: report)
-    rec.record_all(labs, results=tmp_path / "results", progress=lambda _: None)
+    rec.record_all(labs, results=tmp_path / "results", progress=_quiet)
     written = tmp_path / "results" / "2026-12-03-nvidia-h200.json"
     assert json.loads(written.read_text()) == report
 

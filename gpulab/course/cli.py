@@ -22,9 +22,9 @@ def _record(args: argparse.Namespace) -> int:
         print("python -m gpulab record: name the labs to record, or give --all", file=sys.stderr)
         return 2
     try:
-        if args.all:
-            record_all(args.folder, timeout_s=args.timeout)
-            return 0
+        if args.all:  # a failed lab is in the closing table; the exit status says so too
+            outcomes = record_all(args.folder, timeout_s=args.timeout)
+            return 1 if any(outcome.failed for outcome in outcomes) else 0
         for path in args.notebooks:
             rec = record_notebook(path, timeout_s=args.timeout)
             print(f"recorded {path} into {rec['path']}: {rec['device']}, {rec['run_time_s']} s")
@@ -57,7 +57,8 @@ def add_commands(sub) -> None:
     record.add_argument(
         "--all",
         action="store_true",
-        help="every lab in --folder, then a bench report into results/; stops at a failure",
+        help="every lab in --folder (checked first; a failing lab does not stop the others), "
+        "then a bench report into results/ and a table; exit status 1 if a lab failed",
     )
     record.add_argument("--folder", type=Path, default=Path("notebooks"))
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")

@@ -23,6 +23,7 @@ from gpulab.units import format_duration
 __all__ = [
     "PLACEHOLDER_REPOSITORY_URL",
     "LabInfo",
+    "first_cell_problems",
     "is_published",
     "lab_table",
     "list_labs",
@@ -81,6 +82,67 @@ def list_labs(folder: str | Path = "notebooks") -> list[LabInfo]:
     if not folder.is_dir():
         raise FileNotFoundError(f"folder={str(folder)!r} is not a directory of lab notebooks")
     return [lab_info(p) for p in sorted(folder.glob("*.ipynb"))]
+
+
+def first_cell_problems(nb: dict) -> list[str]:
+    """What is wrong with a lab's first cells, one sentence each (none: an empty list).
+
+    Every lab opens with its setup cell, the first code cell, tagged ``setup`` (written by
+    ``python -m gpulab stamp``), and a markdown cell tagged ``provenance`` before the next
+    code cell (filled by ``python -m gpulab record``). ``python -m gpulab record --all``
+    checks every lab with this before it runs any.
+
+    Parameters
+    ----------
+    nb : dict
+        The notebook, as read by ``json`` or ``nbformat``.
+
+    Examples
+    --------
+    >>> def cell(kind, tags=()):
+    ...     return {"cell_type": kind, "metadata": {"tags": list(tags)}, "source": ""}
+    >>> lab = {"cells": [cell("markdown"), cell("code", ["setup"]),
+    ...                  cell("markdown", ["provenance"]), cell("code")]}
+    >>> first_cell_problems(lab)
+    []
+    >>> print(*first_cell_problems({"cells": lab["cells"][2:]}))  # doctest: +NORMALIZE_WHITESPACE
+    no cell is tagged 'setup': the first code cell must be the setup cell
+    (python -m gpulab stamp writes it)
+    """
+    cells = nb["cells"]
+
+    def tagged(tag: str) -> list[int]:
+        return [i for i, c in enumerate(cells) if tag in c.get("metadata", {}).get("tags", [])]
+
+    code = [i for i, c in enumerate(cells) if c["cell_type"] == "code"]
+    problems = []
+    setup = tagged(SETUP_TAG)
+    if not setup:
+        problems.append(
+            f"no cell is tagged {SETUP_TAG!r}: the first code cell must be the setup cell "
+            "(python -m gpulab stamp writes it)"
+        )
+    elif len(setup) > 1:
+        problems.append(f"{len(setup)} cells are tagged {SETUP_TAG!r}; there must be one")
+    elif not code or setup[0] != code[0]:
+        first = f", which is cell {code[0]}" if code else ", and there is none"
+        problems.append(
+            f"the cell tagged {SETUP_TAG!r} (cell {setup[0]}) must be the first code cell{first}"
+        )
+    provenance = tagged(PROVENANCE_TAG)
+    if len(provenance) != 1:
+        problems.append(
+            f"{len(provenance)} cells are tagged {PROVENANCE_TAG!r}; there must be exactly one, "
+            "a markdown cell (python -m gpulab record fills it)"
+        )
+    elif cells[provenance[0]]["cell_type"] != "markdown":
+        problems.append(f"the cell tagged {PROVENANCE_TAG!r} must be a markdown cell")
+    elif len(code) > 1 and provenance[0] > code[1]:
+        problems.append(
+            f"the cell tagged {PROVENANCE_TAG!r} (cell {provenance[0]}) must come before the "
+            f"second code cell (cell {code[1]}), where readers see it first"
+        )
+    return problems
 
 
 def _run_time(seconds: float | None) -> str:

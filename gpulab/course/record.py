@@ -5,15 +5,22 @@ recording, on a GPU for the GPU recording. It runs the notebook top to bottom, f
 cell tagged ``provenance`` with the device, software and date, and stores the run time and
 provenance per device kind in the lab's ``gpulab`` metadata.
 
-On a CPU the outputs are written back into the lab itself. On any other device the lab runs
-in a temporary copy of its folder (so the files it writes beside itself keep their CPU
-versions) and the executed copy is saved as ``notebooks/recordings/<kind>/NAME_lab.ipynb``
-(:mod:`gpulab.course.recordings`); the lab keeps its CPU outputs, so that strict nbval on
+Every lab runs in a temporary copy of its folder, so a lab that fails leaves its outputs and
+the files beside it as they were. On a CPU the outputs are then written back into the lab
+itself, and the files the lab wrote or changed beside itself are copied back (deleted ones
+are not deleted). On any other device the executed copy is saved as
+``notebooks/recordings/<kind>/NAME_lab.ipynb`` (:mod:`gpulab.course.recordings`) and the files
+beside the lab keep their CPU versions; the lab keeps its CPU outputs, so that strict nbval on
 CPU-only machines still checks them.
+
+``python -m gpulab record --all`` (:func:`record_all`) checks every lab's first cells and the
+free disk space before it runs any, prints an estimated run time per lab, records every lab
+it can, and ends with a table of what happened to each (:func:`outcome_table`).
 """
 
 from __future__ import annotations
 
+import filecmp
 import os
 import re
 import shutil
@@ -21,17 +28,71 @@ import sys
 import tempfile
 import time
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 
-from gpulab.course.labs import PROVENANCE_TAG
-from gpulab.course.recordings import RECORDINGS_FOLDER, recording_path
+from gpulab.course.labs import PROVENANCE_TAG, first_cell_problems
+from gpulab.course.recordings import (
+    KIND_LABELS,
+    RECORDINGS_FOLDER,
+    lab_recordings,
+    recording_path,
+)
 from gpulab.measure.provenance import provenance, provenance_line
+from gpulab.units import format_bytes, format_duration
 
-__all__ = ["RecordingError", "record_all", "record_notebook"]
+__all__ = [
+    "DISK_MARGIN",
+    "DISK_RESERVE_BYTES",
+    "LabOutcome",
+    "RecordingError",
+    "estimate_run_time",
+    "outcome_table",
+    "record_all",
+    "record_notebook",
+]
+
+#: A recording may be larger than the lab it comes from (new figures, longer outputs, side
+#: files): :func:`record_all` asks for this many times the labs' present size on disk ...
+DISK_MARGIN = 2.0
+#: ... and this much besides (the bench report, files the kernel and its libraries cache).
+DISK_RESERVE_BYTES = 50_000_000
 
 
 class RecordingError(RuntimeError):
-    """A lab failed while being recorded; the message names the lab and the cell."""
+    """A lab failed while being recorded; the message names the lab and the cell.
+
+    ``cell`` is the index of the cell that failed (as Jupyter numbers them, from 0, markdown
+    cells included), or None where no cell was running; ``error`` is the error in one line
+    (``"ValueError: broken on purpose"``). Also raised by :func:`record_all` when its checks
+    refuse to start, with ``cell`` None.
+    """
+
+    def __init__(self, message: str, *, cell: int | None = None, error: str = ""):
+        super().__init__(message)
+        self.cell = cell
+        self.error = error or message
+
+
+@dataclass(frozen=True)
+class LabOutcome:
+    """What happened to one lab in :func:`record_all`: a row of its closing table.
+
+    ``status`` is ``"recorded"`` or ``"failed"``; ``run_time_s`` is the wall-clock time the
+    attempt took (kernel start included); ``cell`` and ``error`` say where and how a failed
+    lab failed; ``record`` is a recorded lab's provenance (:func:`record_notebook`).
+    """
+
+    lab: str
+    status: str
+    run_time_s: float
+    cell: int | None = None
+    error: str = ""
+    record: dict | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.status == "failed"
 
 
 @contextmanager
@@ -80,14 +141,12 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     record = provenance()
     kind = record["kind"]
     target = recording_path(path, kind)
-    if kind == "cpu":
-        elapsed = _execute(nb, path, path.parent, timeout_s, kernel_name)
-    else:
-        with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
-            work = Path(tmp) / path.parent.name
-            ignore = shutil.ignore_patterns(RECORDINGS_FOLDER, ".ipynb_checkpoints")
-            shutil.copytree(path.parent, work, ignore=ignore)
-            elapsed = _execute(nb, path, work, timeout_s, kernel_name)
+    with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
+        work = Path(tmp) / path.parent.name
+        shutil.copytree(path.parent, work, ignore=_NOT_COPIED)
+        elapsed = _execute(nb, path, work, timeout_s, kernel_name)  # a failure stops here
+        if kind == "cpu":  # the CPU recording keeps what the lab wrote beside itself
+            _copy_back(work, path.parent, lab_name=path.name)
 
     record["run_time_s"] = round(elapsed, 1)
     text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
@@ -102,10 +161,32 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     return {**record, "path": str(target)}
 
 
+#: What the working copy of a lab's folder leaves out: other devices' recordings, and
+#: Jupyter's checkpoints.
+_NOT_COPIED = shutil.ignore_patterns(RECORDINGS_FOLDER, ".ipynb_checkpoints")
+
+
+def _copy_back(work: Path, folder: Path, lab_name: str) -> None:
+    """Copy the files a lab created or changed in its working copy back into ``folder``."""
+    for source in sorted(p for p in work.rglob("*") if p.is_file()):
+        relative = source.relative_to(work)
+        if relative == Path(lab_name):
+            continue  # the lab itself is written by record_notebook, with its provenance
+        dest = folder / relative
+        if not dest.is_file() or not filecmp.cmp(source, dest, shallow=False):
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, dest)
+
+
 def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> float:
     """Run ``nb`` with ``folder`` as its working folder; seconds taken, or a RecordingError."""
     from nbclient import NotebookClient
-    from nbclient.exceptions import CellExecutionError
+    from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError
+
+    running = [None]  # the index of the cell being run, for errors that name no cell
+
+    def note_cell(cell, cell_index, **_):
+        running[0] = cell_index
 
     client = NotebookClient(
         nb,
@@ -113,6 +194,7 @@ def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> 
         kernel_name=kernel_name,
         resources={"metadata": {"path": str(folder.resolve())}},
         store_widget_state=True,
+        on_cell_execute=note_cell,
     )
     start = time.perf_counter()
     with _kernel_environment():
@@ -120,12 +202,22 @@ def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> 
             client.execute()
         except CellExecutionError as exc:
             index = _failed_cell(nb)
-            where = f"cell {index}" if index is not None else "a cell"
-            raise RecordingError(
-                f"{path}: {where} failed while recording ({exc.ename}: {exc.evalue}); "
-                "nothing was written to the notebook"
-            ) from None
-    return time.perf_counter() - start
+            index = running[0] if index is None else index
+            error = f"{exc.ename}: {exc.evalue}"
+        except CellTimeoutError:
+            index = running[0]
+            error = f"CellTimeoutError: the cell ran for more than timeout_s={timeout_s} s"
+        except DeadKernelError as exc:
+            index = running[0]
+            error = f"DeadKernelError: {exc}"
+        else:
+            return time.perf_counter() - start
+    where = f"cell {index}" if index is not None else "a cell"
+    raise RecordingError(
+        f"{path}: {where} failed while recording ({error}); nothing was written to the notebook",
+        cell=index,
+        error=error,
+    )
 
 
 def _stamp(nb, kind: str, record: dict) -> None:
@@ -158,26 +250,192 @@ def _report_name(report: dict) -> str:
     return f"{report['provenance']['date']}-{'-'.join(words[:8]) or 'device'}.json"
 
 
+def estimate_run_time(run_time_s: dict, kind: str) -> tuple[float | None, str]:
+    """A lab's run time on a device of ``kind``, from its recorded runs, and where it comes from.
+
+    The run time recorded on that kind of device where there is one. A lab never recorded
+    there but recorded on a CPU is given its CPU run time, taken as an upper bound (a CPU
+    run is the slower one, as in the workshop agendas). Otherwise there is no estimate.
+
+    Parameters
+    ----------
+    run_time_s : dict
+        Seconds by device kind, as a lab's ``gpulab.run_time_s`` metadata holds them.
+    kind : {"cpu", "cuda", "mps"}
+        The kind of device the lab is about to run on.
+
+    Returns
+    -------
+    tuple
+        Seconds (None where there is no estimate) and a note saying where they come from.
+
+    Examples
+    --------
+    >>> estimate_run_time({"cpu": 41.0, "cuda": 12.0}, "cuda")
+    (12.0, 'recorded on GPU')
+    >>> estimate_run_time({"cpu": 41.0}, "cuda")
+    (41.0, 'no GPU recording yet: its CPU run time, taken as an upper bound')
+    >>> estimate_run_time({}, "cpu")
+    (None, 'never recorded: no estimate')
+    """
+    from gpulab._checks import choice, wrong_type
+
+    if not isinstance(run_time_s, dict):
+        raise wrong_type("run_time_s", run_time_s, "a dict of seconds by device kind")
+    kind = choice("kind", kind, tuple(KIND_LABELS))
+    label = KIND_LABELS[kind]
+    if run_time_s.get(kind) is not None:
+        return float(run_time_s[kind]), f"recorded on {label}"
+    if kind != "cpu" and run_time_s.get("cpu") is not None:
+        note = f"no {label} recording yet: its CPU run time, taken as an upper bound"
+        return float(run_time_s["cpu"]), note
+    return None, "never recorded: no estimate"
+
+
+def _recorded_run_times(lab: Path) -> dict:
+    """Seconds by device kind: the lab's metadata, and its recordings for kinds it lacks."""
+    import json
+
+    meta = json.loads(lab.read_text(encoding="utf-8")).get("metadata", {}).get("gpulab", {})
+    times = dict(meta.get("run_time_s", {}))
+    for kind, recording in lab_recordings(lab).items():
+        if times.get(kind) is None and recording.run_time_s is not None:
+            times[kind] = recording.run_time_s
+    return times
+
+
+def _estimate_lines(labs: list[Path], kind: str) -> list[str]:
+    rows, total, unknown = [], 0.0, 0
+    for lab in labs:
+        seconds, note = estimate_run_time(_recorded_run_times(lab), kind)
+        if seconds is None:
+            unknown += 1
+        else:
+            total += seconds
+        rows.append((lab.name, "-" if seconds is None else format_duration(seconds), note))
+    rows.append(("total", format_duration(total) if unknown < len(labs) else "-", ""))
+    if unknown:
+        rows[-1] = (*rows[-1][:2], f"and {unknown} lab(s) without an estimate")
+    width = max(len(name) for name, _, _ in rows)
+    lines = [f"Estimated run times on this machine ({KIND_LABELS[kind]}), from recorded runs:"]
+    lines += [f"  {name:<{width}}  {time_:>9}  {note}".rstrip() for name, time_, note in rows]
+    return lines
+
+
+def _folder_bytes(folder: Path) -> int:
+    """Bytes of the working copy of ``folder`` that each lab runs in (see ``_NOT_COPIED``)."""
+    total = 0
+    for root, dirs, files in os.walk(folder):
+        dirs[:] = [d for d in dirs if d not in (RECORDINGS_FOLDER, ".ipynb_checkpoints")]
+        total += sum(os.path.getsize(os.path.join(root, f)) for f in files)
+    return total
+
+
+def _same_filesystem(a: Path, b: Path) -> bool:
+    return os.stat(a).st_dev == os.stat(b).st_dev
+
+
+def _disk_problems(folder: Path, labs: list[Path]) -> list[str]:
+    """Where the disk is too full for the recordings; see :data:`DISK_MARGIN`."""
+    lab_bytes = sum(lab.stat().st_size for lab in labs)
+    copy_bytes = _folder_bytes(folder)  # one working copy at a time, removed after each lab
+    tmp = Path(tempfile.gettempdir())
+    needs = {folder: DISK_MARGIN * lab_bytes + DISK_RESERVE_BYTES, tmp: float(copy_bytes)}
+    if _same_filesystem(folder, tmp):
+        needs = {folder: sum(needs.values())}
+    problems = []
+    for where, needed in needs.items():
+        free = shutil.disk_usage(where).free
+        if free < needed:
+            parts = (
+                f"{DISK_MARGIN:g} x the labs' {format_bytes(lab_bytes)} for their recordings, "
+                f"{format_bytes(DISK_RESERVE_BYTES)} to spare"
+                if where == folder
+                else ""
+            )
+            if where == tmp or len(needs) == 1:
+                copy = f"a {format_bytes(copy_bytes)} working copy of {folder} in {tmp}"
+                parts = f"{parts}, {copy}" if parts else copy
+            problems.append(
+                f"not enough free disk space in {where}: about {format_bytes(needed)} needed "
+                f"({parts}), {format_bytes(free)} free; free some space, or record fewer "
+                "labs at a time (python -m gpulab record LAB.ipynb ...)"
+            )
+    return problems
+
+
+def outcome_table(outcomes: list[LabOutcome]) -> str:
+    """The table :func:`record_all` ends with: lab, status, run time, first error and its cell.
+
+    Examples
+    --------
+    >>> print(outcome_table([LabOutcome("a_lab.ipynb", "recorded", 12.3),
+    ...     LabOutcome("b_lab.ipynb", "failed", 4.0, 2, "ValueError: broken on purpose")]))
+    lab          status    run time  first error
+    a_lab.ipynb  recorded    12.3 s
+    b_lab.ipynb  failed       4.0 s  cell 2: ValueError: broken on purpose
+    2 labs: 1 recorded, 1 failed
+    """
+    rows = [("lab", "status", "run time", "first error")]
+    for o in outcomes:
+        error = o.error.strip().splitlines()[0] if o.error.strip() else ""
+        error = error if len(error) <= 100 else error[:99] + "…"
+        where = f"cell {o.cell}: " if o.cell is not None else ""
+        rows.append((o.lab, o.status, f"{o.run_time_s:.1f} s", f"{where}{error}" if error else ""))
+    widths = [max(len(row[i]) for row in rows) for i in range(3)]
+    lines = [
+        f"{lab:<{widths[0]}}  {status:<{widths[1]}}  {time_:>{widths[2]}}  {error}".rstrip()
+        for lab, status, time_, error in rows
+    ]
+    failed = sum(o.failed for o in outcomes)
+    lines.append(f"{len(outcomes)} labs: {len(outcomes) - failed} recorded, {failed} failed")
+    return "\n".join(lines)
+
+
 def record_all(
     notebooks: str | Path = "notebooks",
     *,
     results: str | Path | None = "results",
     timeout_s: int = 900,
     progress=print,
-) -> list[dict]:
+) -> list[LabOutcome]:
     """Record every lab in ``notebooks`` on this machine, then write a bench report.
 
-    Every lab's provenance cell is checked before the first one runs, so a lab that could
-    not be stamped fails in seconds, not after the others. The labs then run one after
-    another; the first that fails stops the run with a :class:`RecordingError` naming the
-    lab and the cell, and the labs after it are left as they were. Last,
+    Before any lab runs, every lab's first cells are checked (the setup cell, the provenance
+    cell: :func:`gpulab.course.labs.first_cell_problems`) and so is the free disk space (the
+    labs' size times :data:`DISK_MARGIN`, plus :data:`DISK_RESERVE_BYTES`, plus the working
+    copy of the folder each lab runs in); any problem refuses the whole run, listing every
+    problem found, in seconds rather than after the labs before it. Then an estimated run
+    time per lab on this kind of device is printed, from the labs' recorded runs
+    (:func:`estimate_run_time`), with the total.
+
+    The labs then run one after another. A lab that fails is reported and left exactly as
+    it was (its file, its outputs and the files beside it), and the next lab runs. Last,
     ``python -m gpulab bench`` measures this machine and its report goes into ``results``
-    (skipped when ``results`` is None).
+    (skipped when ``results`` is None), and the table of :func:`outcome_table` is printed.
+
+    Parameters
+    ----------
+    notebooks : path
+        The folder of labs (``*_lab.ipynb``).
+    results : path or None
+        Folder for the bench report; None skips the bench.
+    timeout_s : int
+        Seconds any one cell may run before its lab fails.
+    progress : callable
+        Called with each line of progress (``print``).
 
     Returns
     -------
-    list of dict
-        The provenance records of the labs, in the order they ran.
+    list of LabOutcome
+        One per lab, in the order they ran; ``any(o.failed for o in ...)`` says whether one
+        failed.
+
+    Raises
+    ------
+    RecordingError
+        When the checks refuse to start (nothing has run or changed), or when the bench
+        fails after the labs (their table is printed first).
     """
     import json
 
@@ -191,22 +449,58 @@ def record_all(
     labs = sorted(folder.glob("*_lab.ipynb"))
     if not labs:
         raise ValueError(f"notebooks={str(notebooks)!r} holds no labs (*_lab.ipynb)")
+    problems = []
     for lab in labs:
-        _provenance_cells(nbformat.read(lab, as_version=4), lab)
-    records = []
+        found = first_cell_problems(nbformat.read(lab, as_version=4))
+        problems += [f"{lab}: {problem}" for problem in found]
+    problems += _disk_problems(folder, labs)
+    if problems:
+        listed = "\n".join(f"  - {problem}" for problem in problems)
+        raise RecordingError(f"no lab was recorded; fix these first:\n{listed}")
+
+    for line in _estimate_lines(labs, provenance()["kind"]):
+        progress(line)
+    outcomes = []
     for lab in labs:
         progress(f"recording {lab.name} ...")
-        record = record_notebook(lab, timeout_s=timeout_s)
-        progress(f"  {record['device']}: {record['run_time_s']} s")
-        records.append(record)
+        start = time.perf_counter()
+        try:
+            record = record_notebook(lab, timeout_s=timeout_s)
+        except RecordingError as exc:
+            outcome = LabOutcome(
+                lab.name, "failed", time.perf_counter() - start, exc.cell, exc.error
+            )
+        except Exception as exc:  # noqa: BLE001 - one broken lab must not stop the others
+            error = f"{type(exc).__name__}: {exc}"
+            outcome = LabOutcome(lab.name, "failed", time.perf_counter() - start, None, error)
+        else:
+            elapsed = time.perf_counter() - start
+            outcome = LabOutcome(lab.name, "recorded", elapsed, record=record)
+        outcomes.append(outcome)
+        if outcome.failed:
+            where = f"cell {outcome.cell}" if outcome.cell is not None else "before any cell ran"
+            progress(f"  failed ({where}: {outcome.error}); the lab is left as it was")
+        else:
+            progress(f"  {outcome.record['device']}: {outcome.record['run_time_s']} s")
+    bench_error = None
     if results is not None:
         from gpulab.measure.bench_report import run_bench
 
         out_dir = check_path("results", results)
         progress("measuring the standard benchmarks (python -m gpulab bench) ...")
-        report = run_bench(notes="recorded with python -m gpulab record --all")
-        out_dir.mkdir(parents=True, exist_ok=True)
-        out = out_dir / _report_name(report)
-        out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-        progress(f"  wrote {out}")
-    return records
+        try:
+            report = run_bench(notes="recorded with python -m gpulab record --all")
+            out_dir.mkdir(parents=True, exist_ok=True)
+            out = out_dir / _report_name(report)
+            out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+            progress(f"  wrote {out}")
+        except Exception as exc:  # noqa: BLE001 - the table of the labs comes first
+            bench_error = exc
+    for line in outcome_table(outcomes).splitlines():
+        progress(line)
+    if bench_error is not None:
+        raise RecordingError(
+            f"the labs are done (table above), but python -m gpulab bench failed: "
+            f"{type(bench_error).__name__}: {bench_error}"
+        ) from bench_error
+    return outcomes

@@ -21,6 +21,8 @@ Examples
 
 from __future__ import annotations
 
+import functools
+
 try:  # only for compiling on a GPU; the simulator supplies its own ``cuda``
     from numba import cuda, float32
 except ImportError:  # pragma: no cover - Numba is optional
@@ -33,6 +35,7 @@ __all__ = [
     "copy_strided",
     "matmul_naive",
     "numba_cuda_available",
+    "numba_cuda_missing_reason",
     "tiled_matmul",
     "transpose_shared",
 ]
@@ -142,13 +145,78 @@ def transpose_shared(tile: int, *, padded: bool):
 
 
 def numba_cuda_available() -> bool:
-    """Whether Numba is installed and sees a CUDA GPU it can compile for."""
+    """Whether Numba is installed, sees a CUDA GPU, and can compile and run a kernel on it.
+
+    A driver alone is not enough: Numba compiles kernels with NVVM, which comes with the CUDA
+    toolkit, not the driver, and a machine may have one without the other. So the first call
+    compiles a one-line kernel and runs it once; the answer is kept for the rest of the
+    session. :func:`numba_cuda_missing_reason` says why the answer is no.
+
+    Examples
+    --------
+    >>> from gpulab.kernels import cuda_kernels as ck
+    >>> ck.numba_cuda_available() == (ck.numba_cuda_missing_reason() == "")
+    True
+    """
+    return _numba_cuda_status()[0]
+
+
+def numba_cuda_missing_reason() -> str:
+    """Why :func:`numba_cuda_available` is False, in one sentence ('' where it is True).
+
+    Examples
+    --------
+    >>> from gpulab.kernels import cuda_kernels as ck
+    >>> isinstance(ck.numba_cuda_missing_reason(), str)
+    True
+    """
+    return _numba_cuda_status()[1]
+
+
+def _one(out):  # the smallest kernel there is: thread 0 writes one number
+    if cuda.grid(1) == 0:
+        out[0] = 1.0
+
+
+def _compile_trivial_kernel() -> None:
+    """Compile :func:`_one` for the GPU at hand and run it once; raise what Numba raises."""
+    import numpy as np
+
+    kernel = cuda.jit("void(float32[:])")(_one)  # a signature: compiled here, not at launch
+    out = cuda.to_device(np.zeros(1, dtype=np.float32))
+    kernel[1, 1](out)
+    cuda.synchronize()
+    if out.copy_to_host()[0] != 1.0:
+        raise RuntimeError("a one-line kernel ran but did not write its result")
+
+
+@functools.cache
+def _numba_cuda_status() -> tuple[bool, str]:
+    """(available, reason), worked out once: the driver first, then a compile and a run."""
     if cuda is None:
-        return False
+        return False, "Numba is not installed (pip install numba)"
     try:
-        return bool(cuda.is_available())
-    except Exception:  # noqa: BLE001 - a broken driver means "no"
-        return False
+        driver = bool(cuda.is_available())
+    except Exception as exc:  # noqa: BLE001 - a broken driver means "no"
+        return False, f"Numba could not ask the CUDA driver for a GPU ({_first_line(exc)})"
+    if not driver:
+        return False, "Numba sees no CUDA GPU (no NVIDIA GPU here, or no CUDA driver for it)"
+    try:
+        _compile_trivial_kernel()
+    except Exception as exc:  # noqa: BLE001 - any failure here would fail the lab's launches
+        reason = f"Numba sees a CUDA GPU but cannot compile a kernel for it ({_first_line(exc)})"
+        if "nvvm" in str(exc).lower():
+            reason += (
+                "; Numba compiles with NVVM, which comes with the CUDA toolkit, not the driver: "
+                "install the toolkit for Numba (see Numba's installation guide) and restart"
+            )
+        return False, reason
+    return True, ""
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip().splitlines()
+    return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
 
 
 def compile_for_gpu(kernel):
@@ -157,8 +225,11 @@ def compile_for_gpu(kernel):
     Raises
     ------
     RuntimeError
-        Where Numba or a CUDA GPU is missing (check :func:`numba_cuda_available` first).
+        Where Numba cannot compile for a GPU here, with the reason
+        (check :func:`numba_cuda_available` first).
     """
     if not numba_cuda_available():
-        raise RuntimeError("compiling for a GPU needs Numba and an NVIDIA GPU it can see")
+        raise RuntimeError(
+            f"compiling for a GPU is not possible here: {numba_cuda_missing_reason()}"
+        )
     return cuda.jit(kernel)

@@ -21,11 +21,14 @@ Examples
 
 from __future__ import annotations
 
+import functools
 import math
 import os
 import sys
 
 import torch
+
+from gpulab._checks import wrong_type
 
 # The interpreter must be chosen before Triton defines its own library of kernels (at its
 # import), not only before these are defined: torch.compile imports Triton when it can.
@@ -56,6 +59,7 @@ __all__ = [
     "bias_gelu",
     "interpreted",
     "matmul",
+    "min_dot_tile",
     "softmax",
     "triton_available",
     "triton_missing_reason",
@@ -105,9 +109,11 @@ if triton is not None:
         cols = tl.arange(0, BLOCK)
         mask = cols < n_cols
         x = tl.load(x_ptr + row * row_stride + cols, mask=mask, other=-float("inf"))
+        x = x.to(tl.float32)  # tl.exp takes FP32 or FP64 only: FP16 and BF16 are computed in FP32
         x = x - tl.max(x, axis=0)
         e = tl.exp(x)
-        tl.store(out_ptr + row * row_stride + cols, e / tl.sum(e, axis=0), mask=mask)
+        y = e / tl.sum(e, axis=0)
+        tl.store(out_ptr + row * row_stride + cols, y.to(out_ptr.dtype.element_ty), mask=mask)
 
     @triton.jit
     def _matmul_kernel(
@@ -142,15 +148,26 @@ if triton is not None:
     def _bias_gelu_kernel(x_ptr, b_ptr, out_ptr, n, n_cols, BLOCK: tl.constexpr):  # noqa: N803
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
         mask = offsets < n
-        x = tl.load(x_ptr + offsets, mask=mask) + tl.load(b_ptr + offsets % n_cols, mask=mask)
+        # tl.erf takes FP32 or FP64 only: FP16 and BF16 inputs are computed in FP32
+        x = tl.load(x_ptr + offsets, mask=mask).to(tl.float32)
+        x += tl.load(b_ptr + offsets % n_cols, mask=mask).to(tl.float32)
         # GELU, exact form: x * Phi(x); one read and one write instead of three kernels' worth
         y = 0.5 * x * (1.0 + tl.erf(x * 0.7071067811865476))
-        tl.store(out_ptr + offsets, y, mask=mask)
+        tl.store(out_ptr + offsets, y.to(out_ptr.dtype.element_ty), mask=mask)
 
 
-def _check(name: str, t) -> torch.Tensor:
-    if not isinstance(t, torch.Tensor) or t.dtype not in (torch.float32, torch.float16):
-        raise ValueError(f"{name} must be a float32 or float16 torch tensor, got {t!r:.60}")
+#: The dtypes each kernel takes. Softmax and bias + GELU compute in FP32 whatever they are
+#: given, so they take BF16 too; the vector add and the matmul compute in their inputs' dtype.
+_HALF_AND_SINGLE = (torch.float32, torch.float16)
+_WITH_BF16 = (torch.float32, torch.float16, torch.bfloat16)
+
+
+def _check(name: str, t, dtypes: tuple = _HALF_AND_SINGLE) -> torch.Tensor:
+    allowed = ", ".join(str(d).removeprefix("torch.") for d in dtypes)
+    if not isinstance(t, torch.Tensor):
+        raise wrong_type(name, t, f"a torch tensor ({allowed})")
+    if t.dtype not in dtypes:
+        raise ValueError(f"{name} has dtype {t.dtype}; this kernel takes {allowed}")
     if not interpreted() and t.device.type != "cuda":
         raise ValueError(f"{name} is on {t.device}: compiled Triton kernels need CUDA tensors")
     return t.contiguous()
@@ -171,9 +188,12 @@ def vector_add(x: torch.Tensor, y: torch.Tensor, *, block: int = 1024) -> torch.
 
 
 def softmax(x: torch.Tensor) -> torch.Tensor:
-    """Row-wise softmax of a 2-D tensor, fused: each row is read once and written once."""
+    """Row-wise softmax of a 2-D tensor, fused: each row is read once and written once.
+
+    FP16 and BF16 rows are computed in FP32 and the result is returned in ``x``'s dtype.
+    """
     _need_triton()
-    x = _check("x", x)
+    x = _check("x", x, _WITH_BF16)
     if x.ndim != 2:
         raise ValueError(f"x must be 2-D, got shape {tuple(x.shape)}")
     out = torch.empty_like(x)
@@ -182,14 +202,143 @@ def softmax(x: torch.Tensor) -> torch.Tensor:
     return out
 
 
+#: The smallest (BLOCK_M, BLOCK_N, BLOCK_K) of ``tl.dot`` on an NVIDIA GPU by operand width in
+#: bits, as Triton 3.9 has it, used where the installed Triton's own rule cannot be read. From
+#: ``min_dot_size`` in triton/backends/nvidia/compiler.py, which ``dot`` in
+#: triton/language/semantic.py asserts against when it compiles a kernel for a GPU ("Input
+#: shapes should have M >= ..., N >= ... and K >= ..."). Triton's interpreter checks nothing
+#: (its ``min_dot_size`` is (1, 1, 1)), so a smaller tile runs on a CPU and fails on a GPU.
+_MIN_DOT_TILE_BY_BITS = {8: (1, 1, 32), 16: (1, 1, 16), 32: (1, 1, 8), 64: (1, 1, 4)}
+
+_TILE_NAMES = ("BLOCK_M", "BLOCK_N", "BLOCK_K")
+
+
+def min_dot_tile(dtype: torch.dtype) -> tuple[int, int, int]:
+    """The smallest ``(BLOCK_M, BLOCK_N, BLOCK_K)`` that ``tl.dot`` compiles for on a GPU.
+
+    Triton checks it when it compiles a kernel for an NVIDIA GPU: K at least 32 for 8-bit
+    operands, 16 for FP16 and BF16, 8 for FP32 (TF32 Tensor Cores) in Triton 3.9. Its CPU
+    interpreter does not check, so :func:`matmul` refuses a smaller tile on every machine.
+    The rule is read from the installed Triton (it has changed between versions; Triton 3.9
+    allows any M and N); where it cannot be read, Triton 3.9's rule is used.
+
+    Parameters
+    ----------
+    dtype : torch.dtype
+        The operands' dtype (both operands of ``tl.dot`` have the same one).
+
+    Returns
+    -------
+    tuple of int
+        Minimum BLOCK_M, BLOCK_N and BLOCK_K.
+
+    Examples
+    --------
+    >>> import torch
+    >>> from gpulab.kernels import triton_kernels as tk
+    >>> tk.min_dot_tile(torch.float16)[2]
+    16
+    """
+    if not isinstance(dtype, torch.dtype):
+        raise wrong_type("dtype", dtype, "a torch.dtype")
+    if not dtype.is_floating_point and dtype not in (torch.int8, torch.uint8):
+        raise ValueError(f"dtype={dtype} is not a dtype tl.dot multiplies (floats, int8, uint8)")
+    return _min_dot_tile(dtype.itemsize * 8, dtype.is_floating_point)
+
+
+@functools.cache
+def _min_dot_tile(bits: int, floating: bool) -> tuple[int, int, int]:
+    fallback = _MIN_DOT_TILE_BY_BITS[bits]
+    if triton is None:
+        return fallback
+    try:  # the installed Triton's own rule, for the GPU at hand (or an A100's, sm_80)
+        from triton.backends.compiler import GPUTarget
+        from triton.backends.nvidia.compiler import min_dot_size
+
+        arch = 80
+        if torch.cuda.is_available():
+            major, minor = torch.cuda.get_device_capability()
+            arch = 10 * major + minor
+        tl_dtype = {8: tl.float8e5 if floating else tl.int8,
+                    16: tl.float16, 32: tl.float32, 64: tl.float64}[bits]  # fmt: skip
+        operand = tl.block_type(tl_dtype, [16, 16])
+        rule = min_dot_size(GPUTarget("cuda", arch, 32))(operand, operand)
+        return tuple(int(v) for v in rule)
+    except Exception:  # noqa: BLE001 - an older or newer Triton without this function
+        return fallback
+
+
+def _check_tile(tile, dtype: torch.dtype) -> tuple[int, int, int]:
+    """``tile`` as three ints, or the error that names what a GPU would refuse in it."""
+    wanted = "a tuple of three powers of two (BLOCK_M, BLOCK_N, BLOCK_K), e.g. (32, 32, 32)"
+    if not isinstance(tile, (tuple, list)):
+        raise wrong_type("tile", tile, wanted)
+    if len(tile) != 3:
+        raise ValueError(f"tile={tile!r} must be {wanted}")
+    for name, size in zip(_TILE_NAMES, tile, strict=True):
+        if not isinstance(size, int) or isinstance(size, bool):
+            raise TypeError(
+                f"tile={tile!r}: {name}={size!r} must be an int (a power of two), "
+                f"not {type(size).__name__}"
+            )
+        # triton/language/semantic.py, arange: "arange's range must be a power of 2"; and
+        # triton/_utils.py, validate_block_shape, for tl.zeros: checked there on a CPU too.
+        if size < 1 or size & (size - 1):
+            raise ValueError(
+                f"tile={tile!r}: {name}={size} must be a power of two (Triton's blocks, "
+                "tl.arange and tl.zeros, have power-of-two sizes), e.g. 16, 32 or 64"
+            )
+    for name, size, least in zip(_TILE_NAMES, tile, min_dot_tile(dtype), strict=True):
+        if size < least:
+            dtype_name = str(dtype).removeprefix("torch.")
+            raise ValueError(
+                f"tile={tile!r}: {name}={size} is below {least}, the smallest tl.dot compiles "
+                f"for {dtype_name} operands on a GPU (Triton's CPU interpreter would run it, a "
+                f"GPU would not); use {name} >= {least}"
+            )
+    bm, bn, bk = tile
+    limit = getattr(tl, "TRITON_MAX_TENSOR_NUMEL", 2**20)  # Triton's largest block
+    for shape in ((bm, bk), (bk, bn), (bm, bn)):
+        if shape[0] * shape[1] > limit:
+            raise ValueError(
+                f"tile={tile!r}: a {shape[0]} x {shape[1]} block has {shape[0] * shape[1]} "
+                f"elements, more than Triton's limit of {limit} for one block"
+            )
+    return bm, bn, bk
+
+
 def matmul(a: torch.Tensor, b: torch.Tensor, *, tile: tuple[int, int, int] = (32, 32, 32)):
-    """``a @ b`` for 2-D tensors by a tiled Triton kernel (``tl.dot`` on each tile pair)."""
+    """``a @ b`` for 2-D tensors by a tiled Triton kernel (``tl.dot`` on each tile pair).
+
+    Parameters
+    ----------
+    a, b : torch.Tensor
+        FP32 or FP16 matrices of the same dtype; the result is FP32.
+    tile : tuple of int
+        ``(BLOCK_M, BLOCK_N, BLOCK_K)``: the block of the result one program computes and
+        the depth of each step. Powers of two, with BLOCK_K at least what ``tl.dot`` needs on
+        a GPU (:func:`min_dot_tile`: 16 for FP16, 8 for FP32 in Triton 3.9). They are checked
+        here on every machine, because Triton's CPU interpreter runs tiles a GPU refuses.
+
+    Raises
+    ------
+    TypeError
+        ``a`` or ``b`` is not a tensor, or ``tile`` is not three ints.
+    ValueError
+        A dtype other than FP32 or FP16, ``a`` and ``b`` of different dtypes, shapes that do
+        not multiply, or a tile a GPU would not compile.
+    """
     _need_triton()
     a, b = _check("a", a), _check("b", b)
+    if a.dtype != b.dtype:
+        raise ValueError(
+            f"a is {a.dtype} and b is {b.dtype}: tl.dot multiplies two tiles of one dtype; "
+            "convert one first, e.g. b.to(a.dtype)"
+        )
     if a.ndim != 2 or b.ndim != 2 or a.shape[1] != b.shape[0]:
         raise ValueError(f"shapes {tuple(a.shape)} and {tuple(b.shape)} do not multiply")
+    bm, bn, bk = _check_tile(tile, a.dtype)
     (m, k), n = a.shape, b.shape[1]
-    bm, bn, bk = tile
     c = torch.empty((m, n), device=a.device, dtype=torch.float32)
     grid = (math.ceil(m / bm), math.ceil(n / bn))
     _matmul_kernel[grid](
@@ -199,9 +348,13 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, tile: tuple[int, int, int] = (32
 
 
 def bias_gelu(x: torch.Tensor, bias: torch.Tensor, *, block: int = 1024) -> torch.Tensor:
-    """``gelu(x + bias)`` (bias broadcast along the last dimension) in one fused kernel."""
+    """``gelu(x + bias)`` (bias broadcast along the last dimension) in one fused kernel.
+
+    FP16 and BF16 inputs are computed in FP32 (``tl.erf`` takes nothing narrower) and the
+    result is returned in ``x``'s dtype.
+    """
     _need_triton()
-    x, bias = _check("x", x), _check("bias", bias)
+    x, bias = _check("x", x, _WITH_BF16), _check("bias", bias, _WITH_BF16)
     if bias.ndim != 1 or bias.shape[0] != x.shape[-1]:
         raise ValueError(f"bias must be 1-D of length {x.shape[-1]}, got {tuple(bias.shape)}")
     out = torch.empty_like(x)
