@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import contextlib
 import dataclasses
+import functools
 import importlib
 import inspect
 import io
@@ -66,6 +67,7 @@ CONTRACT_MODULES = (
     "gpulab.measure.cpu",
     "gpulab.measure.device",
     "gpulab.measure.energy",
+    "gpulab.measure.profiling",
     "gpulab.measure.provenance",
     "gpulab.costmodels.chooser",
     "gpulab.costmodels.comms",
@@ -166,6 +168,17 @@ def _plan():
 
 def _parallel_plan():
     return gl.suggest_parallelism(7e9, layers=32, hidden=4096, seq_len=4096, n_gpus=64)
+
+
+@functools.cache
+def _profile_rows():
+    """``prof.key_averages()`` of a profile with one labelled region (made once)."""
+    from torch.profiler import ProfilerActivity, profile, record_function
+
+    with profile(activities=[ProfilerActivity.CPU]) as prof:
+        with record_function("work"):
+            torch.ones(64, 64) @ torch.ones(64, 64)
+    return prof.key_averages()
 
 
 _LINK = dict(alpha_s=1e-6, bandwidth_bytes_per_s=1e9)
@@ -354,6 +367,8 @@ BASELINES = {
     "compute_bytes": lambda: (("fp32",), {}),
     "peak_precision": lambda: (("amp_bf16",), {}),
     "supported_precisions": lambda: ((), dict(device="cpu")),
+    "mixed_precision": lambda: ((), dict(device="cpu")),
+    "MixedPrecision": lambda: _fields(gl.measure.device.mixed_precision("cpu")),
     "tf32": lambda: ((False,), {}),
     # ---- provenance
     "provenance": lambda: ((), dict(info=None)),
@@ -397,6 +412,10 @@ BASELINES = {
     ),
     # ---- sizing
     "scale": lambda: ((), dict(cpu=1, gpu=2, device="cpu")),
+    "scale_to_memory": lambda: ((), dict(cpu=2**10, gpu=2**20, n_arrays=3, device="cpu")),
+    # ---- profiling
+    "region_times": lambda: ((_profile_rows(), ["work"]), dict(device="cpu")),
+    "RegionTimes": lambda: ((), dict(times_s={"a": 1.0, "b": 3.0}, matmul_s=0.5)),
     # ---- occupancy
     "occupancy": lambda: (("T4", 256, 32, 1024), {}),
     "Occupancy": lambda: _fields(gl.occupancy("A100 80GB", 256, 64)),
@@ -803,6 +822,22 @@ KINDS: dict[str, dict] = {
     },
     "occupancy_calculator": {"spec": "spec", "threads_per_block": "count"},
     "scale": {"cpu": None, "gpu": None, "mps": None, "device": "device"},
+    "scale_to_memory": {
+        "cpu": "count",
+        "gpu": "count",
+        "n_arrays": "count",
+        "element_bytes": "count",
+        "fraction": "frac_open",
+        "device": "device",
+    },
+    "mixed_precision": {"device": "device"},
+    "MixedPrecision": {"precision": "choice"},
+    "region_times": {
+        "rows": [42, "rows", ["x"], []],  # the rows of prof.key_averages()
+        "labels": ["work", 42, [], ["work", 42]],  # a list of record_function labels
+        "device": "device",
+    },
+    "RegionTimes": {"times_s": [42, "x", None], "matmul_clock": "choice"},
     "plot_spec_trend": {"specs": ["T4", ["T4"], 42]},
     "plot_measured_vs_predicted": {
         "labels": [42],

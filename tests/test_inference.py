@@ -1,7 +1,11 @@
 """The inference cost models: KV cache, bytes per token, decode bound, TTFT and TPOT."""
 
+import contextlib
+import io
 import math
+from pathlib import Path
 
+import nbformat
 import pytest
 
 import gpulab as gl
@@ -124,3 +128,37 @@ def test_generation_timing():
 def test_generation_timing_refuses_bad_times(times, error, match):
     with pytest.raises(error, match=match):
         gl.generation_timing(0.0, times)
+
+
+# ---- the inference lab times its tiny GPT where it says it does
+
+_INFERENCE_LAB = Path(__file__).resolve().parents[1] / "notebooks" / "inference_lab.ipynb"
+
+
+def _lab_cell(marker: str) -> str:
+    cells = nbformat.read(_INFERENCE_LAB, as_version=4).cells
+    (source,) = [c.source for c in cells if c.cell_type == "code" and marker in c.source]
+    return source
+
+
+def test_the_inference_labs_tiny_gpt_and_its_inputs_go_to_the_labs_device():
+    """Run the lab's TinyGPT cell with ``device`` a meta device (no memory, no arithmetic):
+    everything the timings use must land there, not stay on the CPU."""
+    import torch
+
+    namespace = {"gl": gl, "torch": torch, "nn": torch.nn, "device": torch.device("meta")}
+    threads = torch.get_num_threads()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            exec(_lab_cell("class TinyGPT"), namespace)
+    finally:
+        torch.set_num_threads(threads)  # the cell sets one thread for the rest of the lab
+    assert {p.device.type for p in namespace["gpt"].parameters()} == {"meta"}
+    assert namespace["prompt"].device.type == "meta"
+    assert namespace["new_cache"](1).device.type == "meta"
+
+
+def test_the_inference_labs_roofline_names_the_device_the_timings_ran_on():
+    source = _lab_cell("TinyGPT, FP32, measured on")
+    assert "info.summary()" not in source  # the machine's best device, not the timing's
+    assert "next(gpt.parameters()).device" in source

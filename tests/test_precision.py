@@ -7,7 +7,7 @@ import types
 import pytest
 import torch
 
-from gpulab.measure.device import supported_precisions, tf32
+from gpulab.measure.device import MixedPrecision, mixed_precision, supported_precisions, tf32
 
 
 def _new_api(monkeypatch, matmul="none", conv="tf32"):
@@ -146,3 +146,61 @@ def test_cuda_on_a_machine_without_one_is_refused(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="no CUDA GPU"):
         supported_precisions("cuda")
+
+
+# ---- the mixed precision a lab trains in (mixed_precision)
+
+
+def test_a_t4_trains_in_fp16_with_a_grad_scaler_although_torch_says_it_has_bf16(fake_gpu):
+    fake_gpu("T4")
+    assert torch.cuda.is_bf16_supported()  # torch counts the emulation: the capstone's trap
+    amp = mixed_precision("cuda")
+    assert (amp.precision, amp.dtype, amp.needs_grad_scaler) == ("amp_fp16", torch.float16, True)
+    assert "7.5" in amp.reason and "GradScaler" in amp.reason
+
+
+@pytest.mark.parametrize("name", ["A100", "H100"])
+def test_ampere_and_later_train_in_bf16_without_a_scaler(fake_gpu, name):
+    fake_gpu(name)
+    for device in ("cuda", "cuda:0", None):
+        amp = mixed_precision(device)
+        assert (amp.precision, amp.dtype, amp.needs_grad_scaler) == (
+            "amp_bf16", torch.bfloat16, False
+        )  # fmt: skip
+
+
+def test_the_choice_follows_the_compute_capability_of_each_simulated_gpu(any_fake_gpu):
+    expected = "amp_bf16" if any_fake_gpu.capability >= (8, 0) else "amp_fp16"
+    assert mixed_precision("cuda").precision == expected
+
+
+def test_a_gpu_without_fp16_tensor_cores_still_gets_fp16_with_a_scaler(fake_gpu):
+    from tests.fake_gpu import FakeGpu
+
+    fake_gpu(FakeGpu("Tesla P100-PCIE-16GB", (6, 0), 16 * 2**30, 56, "Tesla P100"))
+    amp = mixed_precision("cuda")
+    assert amp.precision == "amp_fp16" and amp.needs_grad_scaler
+    assert "6.0" in amp.reason
+
+
+def test_a_cpu_keeps_bf16_and_an_apple_gpu_fp16():
+    cpu = mixed_precision("cpu")
+    assert (cpu.precision, cpu.dtype, cpu.needs_grad_scaler) == ("amp_bf16", torch.bfloat16, False)
+    assert mixed_precision("mps").precision == "amp_fp16"
+
+
+def test_mixed_precision_refuses_bad_devices_and_a_missing_gpu(monkeypatch):
+    with pytest.raises(TypeError, match="device=42"):
+        mixed_precision(42)
+    with pytest.raises(ValueError, match="device='tpu'"):
+        mixed_precision("tpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError, match="no CUDA GPU"):
+        mixed_precision("cuda")
+
+
+def test_the_record_checks_its_fields():
+    with pytest.raises(ValueError, match="precision='amp_fp8'"):
+        MixedPrecision("amp_fp8")
+    with pytest.raises(TypeError, match="reason=3"):
+        MixedPrecision("amp_bf16", reason=3)

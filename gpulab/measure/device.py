@@ -20,6 +20,7 @@ from importlib import metadata
 from typing import TypeVar
 
 from gpulab._checks import choice, flag, non_negative_int, positive_int, text, wrong_type
+from gpulab._checks import fraction as checked_fraction
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 from gpulab.measure.cpu import cpu_cores, cpu_model
 from gpulab.units import format_bytes
@@ -27,12 +28,15 @@ from gpulab.units import format_bytes
 __all__ = [
     "DEVICE_KINDS",
     "DeviceInfo",
+    "MixedPrecision",
     "advice",
     "best_device",
     "detect_device",
     "doctor",
     "in_colab",
+    "mixed_precision",
     "scale",
+    "scale_to_memory",
     "supported_precisions",
     "tf32",
     "torch_device",
@@ -576,3 +580,178 @@ def scale(*, cpu: T, gpu: T, mps: T | None = None, device=None) -> T:
     if kind == "mps" and mps is not None:
         return mps
     return cpu
+
+
+#: The mixed precisions :func:`mixed_precision` chooses from, and the autocast dtype of each.
+_AMP_DTYPES = {"amp_bf16": "bfloat16", "amp_fp16": "float16"}
+
+
+@dataclass(frozen=True)
+class MixedPrecision:
+    """The mixed precision to train in on one device; see :func:`mixed_precision`.
+
+    Attributes
+    ----------
+    precision : {"amp_bf16", "amp_fp16"}
+        FP32 weights with BF16 or FP16 arithmetic (``torch.autocast``).
+    reason : str
+        Why this one, in a sentence.
+
+    Examples
+    --------
+    >>> amp = MixedPrecision("amp_fp16", reason="FP16 Tensor Cores; no BF16 ones")
+    >>> amp.dtype, amp.needs_grad_scaler
+    (torch.float16, True)
+    """
+
+    precision: str
+    reason: str = ""
+
+    def __post_init__(self) -> None:
+        choice("precision", self.precision, tuple(_AMP_DTYPES))
+        text("reason", self.reason)
+
+    @property
+    def dtype(self):
+        """The ``torch.dtype`` to pass to ``torch.autocast``."""
+        import torch
+
+        return getattr(torch, _AMP_DTYPES[self.precision])
+
+    @property
+    def needs_grad_scaler(self) -> bool:
+        """True for FP16: its narrow range needs the loss scaled (``torch.amp.GradScaler``)
+        so that small gradients do not round to zero; BF16 has FP32's range and needs none."""
+        return self.precision == "amp_fp16"
+
+
+def mixed_precision(device=None) -> MixedPrecision:
+    """The mixed precision to train in on ``device``: BF16 where it runs natively, else FP16.
+
+    On a CUDA GPU the choice follows :func:`supported_precisions`: from compute capability
+    8.0 (Ampere) BF16 has Tensor Cores, and BF16 needs no loss scaling. Below 8.0 (a T4 is
+    7.5) torch still runs BF16 (``torch.cuda.is_bf16_supported()`` is True there, since it
+    counts emulation), but without Tensor Cores, slower than FP32; FP16 has Tensor Cores
+    from 7.0 and needs a ``torch.amp.GradScaler``. On a CPU autocast runs BF16 (fast on
+    CPUs with AVX-512 BF16 or AMX instructions). On an Apple GPU, FP16 (BF16 there needs a
+    recent macOS).
+
+    Parameters
+    ----------
+    device : torch.device or str, optional
+        Default: :func:`gpulab.best_device`.
+
+    Returns
+    -------
+    MixedPrecision
+        ``precision``, ``dtype`` (for ``torch.autocast``), ``needs_grad_scaler`` and the
+        ``reason``.
+
+    Examples
+    --------
+    >>> amp = mixed_precision("cpu")
+    >>> amp.precision, amp.dtype, amp.needs_grad_scaler
+    ('amp_bf16', torch.bfloat16, False)
+    """
+    dev = torch_device(device)
+    if dev.type == "cpu":
+        return MixedPrecision(
+            "amp_bf16", "a CPU autocasts to BF16 (fast where it has BF16 or AMX instructions)"
+        )
+    if dev.type == "mps":
+        return MixedPrecision("amp_fp16", "an Apple GPU autocasts to FP16")
+    support = supported_precisions(dev)
+    if support["bf16"] is None:
+        return MixedPrecision(
+            "amp_bf16", "BF16 Tensor Cores (compute capability 8.0 or later): no loss scaling"
+        )
+    fp16 = support["fp16"] or "FP16 runs on Tensor Cores (compute capability 7.0 or later)"
+    return MixedPrecision("amp_fp16", f"{support['bf16']}; {fp16}, with a GradScaler")
+
+
+def _total_memory(device) -> int:
+    """Bytes of memory of a CUDA device (a DeviceInfo's figure, or what torch reports)."""
+    if isinstance(device, DeviceInfo):
+        if device.memory_bytes is None:
+            raise ValueError(f"device={device.name!r} reports no memory size (memory_bytes=None)")
+        return device.memory_bytes
+    import torch
+
+    if not torch.cuda.is_available():
+        raise ValueError(f"device={device!r}: this machine has no CUDA GPU to size for")
+    return int(torch.cuda.get_device_properties(device).total_memory)
+
+
+def scale_to_memory(
+    *,
+    cpu: int,
+    gpu: int,
+    n_arrays: int,
+    element_bytes: int = 4,
+    fraction: float = 0.5,
+    device=None,
+) -> int:
+    """Elements per array, like :func:`scale`, with the GPU size cut to fit the GPU's memory.
+
+    A lab that keeps ``n_arrays`` arrays of the returned length alive at once asks for
+    ``gpu`` elements on a CUDA GPU; on a card whose memory cannot hold them within
+    ``fraction`` of its total, the size is halved until it can. The rest of the memory is
+    the margin: the CUDA context, operands of fixed size, the allocator's rounding. A CPU
+    (or an Apple GPU) gets ``cpu``, sized for time rather than memory.
+
+    Parameters
+    ----------
+    cpu, gpu : int
+        Elements per array on a CPU, and the most on a CUDA GPU.
+    n_arrays : int
+        How many arrays of that length are alive at once, at the most (count the
+        temporaries an expression creates).
+    element_bytes : int
+        Bytes per element (4 for float32).
+    fraction : float
+        The share of the GPU's memory the arrays may take, above 0 and at most 1.
+    device : str, torch.device or DeviceInfo, optional
+        Default :func:`gpulab.best_device`. A DeviceInfo gives its ``memory_bytes``; a CUDA
+        device, what torch reports as its ``total_memory``.
+
+    Returns
+    -------
+    int
+        ``cpu``, or ``gpu`` halved as often as needed (at least 1).
+
+    Raises
+    ------
+    TypeError
+        For counts that are not ints, a fraction that is not a number, a bad device.
+    ValueError
+        For counts below 1, a fraction outside (0, 1], or a GPU on which not even one
+        element per array fits.
+
+    Examples
+    --------
+    >>> info = DeviceInfo(kind="cuda", name="Tesla T4", memory_bytes=16 * 10**9)
+    >>> scale_to_memory(cpu=2**24, gpu=2**28, n_arrays=6, device=info)  # 6 GiB in 8 GB
+    268435456
+    >>> scale_to_memory(cpu=2**24, gpu=2**28, n_arrays=9, device=info)  # 9 GiB: halved
+    134217728
+    >>> scale_to_memory(cpu=2**24, gpu=2**28, n_arrays=9, device="cpu")
+    16777216
+    """
+    for name, value in (("cpu", cpu), ("gpu", gpu), ("n_arrays", n_arrays)):
+        positive_int(name, value)
+    positive_int("element_bytes", element_bytes)
+    budget = checked_fraction("fraction", fraction, allow_zero=False)
+    kind = device.kind if isinstance(device, DeviceInfo) else torch_device(device).type
+    if kind != "cuda":
+        return cpu
+    dev = device if isinstance(device, DeviceInfo) else torch_device(device)
+    allowed = budget * _total_memory(dev)
+    n = gpu
+    while n > 1 and n_arrays * n * element_bytes > allowed:
+        n //= 2
+    if n_arrays * n * element_bytes > allowed:
+        raise ValueError(
+            f"n_arrays={n_arrays} arrays of {element_bytes} bytes do not fit in "
+            f"fraction={fraction} of this GPU's memory"
+        )
+    return n
