@@ -75,6 +75,7 @@ CONTRACT_MODULES = (
     "gpulab.costmodels.parallelism",
     "gpulab.costmodels.published_models",
     "gpulab.costmodels.roofline",
+    "gpulab.costmodels.rounding",
     "gpulab.costmodels.training_time",
     "gpulab.kernels.occupancy",
     "gpulab.kernels.simulator",
@@ -378,6 +379,12 @@ BASELINES = {
     "Prediction": lambda: _fields(gl.predict_time("T4", 1e9, 1e9)),
     "roofline_readout": lambda: (("T4", 10.0), {}),
     "RooflinePoint": lambda: (("add", 1e6, 12e6), dict(time_s=1e-3)),
+    # ---- rounding
+    "matmul_error_range": lambda: ((256, "fp32"), dict(accumulate="fp32")),
+    "matmul_rounding_error": lambda: (
+        (4096, "bf16"),
+        dict(accumulate="fp32", summation="pairwise", inputs="truncate"),
+    ),
     # ---- setup
     "setup_lab": lambda: ((0,), {}),
     # ---- simt
@@ -730,6 +737,8 @@ KINDS: dict[str, dict] = {
     "roofline_readout": {"spec": "spec"},
     "Ceilings": {"peak_flops": "pos", "memory_bandwidth": "pos", "note": "text"},
     "RooflinePoint": {"n_bytes": "pos", "time_s": "pos"},
+    "matmul_error_range": {"n_terms": "count"},
+    "matmul_rounding_error": {"n_terms": "count"},
     "measure_ceilings": {
         "device": "device",
         "copy_bytes": "count",
