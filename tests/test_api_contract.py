@@ -74,9 +74,11 @@ CONTRACT_MODULES = (
     "gpulab.costmodels.flops",
     "gpulab.costmodels.inference",
     "gpulab.costmodels.memory",
+    "gpulab.costmodels.overhead",
     "gpulab.costmodels.parallelism",
     "gpulab.costmodels.published_models",
     "gpulab.costmodels.roofline",
+    "gpulab.costmodels.rounding",
     "gpulab.costmodels.training_time",
     "gpulab.kernels.occupancy",
     "gpulab.kernels.simulator",
@@ -393,6 +395,18 @@ BASELINES = {
     "Prediction": lambda: _fields(gl.predict_time("T4", 1e9, 1e9)),
     "roofline_readout": lambda: (("T4", 10.0), {}),
     "RooflinePoint": lambda: (("add", 1e6, 12e6), dict(time_s=1e-3)),
+    # ---- overhead
+    "OverheadModel": lambda: ((), dict(fixed_s=5e-3, per_item_s=2e-8, note="x")),
+    "size_for_ratio": lambda: (
+        (gl.costmodels.overhead.OverheadModel(5e-3, 2e-8), 16, 4, [2**18, 2**20]),
+        {},
+    ),
+    # ---- rounding
+    "matmul_error_range": lambda: ((256, "fp32"), dict(accumulate="fp32")),
+    "matmul_rounding_error": lambda: (
+        (4096, "bf16"),
+        dict(accumulate="fp32", summation="pairwise", inputs="truncate"),
+    ),
     # ---- setup
     "setup_lab": lambda: ((0,), {}),
     # ---- simt
@@ -749,6 +763,14 @@ KINDS: dict[str, dict] = {
     "roofline_readout": {"spec": "spec"},
     "Ceilings": {"peak_flops": "pos", "memory_bandwidth": "pos", "note": "text"},
     "RooflinePoint": {"n_bytes": "pos", "time_s": "pos"},
+    "size_for_ratio": {
+        "model": [42, "model"],
+        "first": "pos",
+        "ratio": "pos",
+        "candidates": [[0], [-1], [True], ["8"], 8, "8"],
+    },
+    "matmul_error_range": {"n_terms": "count"},
+    "matmul_rounding_error": {"n_terms": "count"},
     "measure_ceilings": {
         "device": "device",
         "copy_bytes": "count",

@@ -2,6 +2,9 @@
 
 * :mod:`~gpulab.costmodels.flops`: FLOPs and bytes of operations, eager against fused;
 * :mod:`~gpulab.costmodels.roofline`: time from FLOPs, bytes and a device's ceilings;
+* :mod:`~gpulab.costmodels.overhead`: a step of many small calls, fixed cost against work;
+* :mod:`~gpulab.costmodels.rounding`: the rounding error of a matrix product, from its
+  formats and the length of its sums;
 * :mod:`~gpulab.costmodels.memory`: training memory (parameters, gradients, optimizer, activations);
 * :mod:`~gpulab.costmodels.comms`: collectives (α–β) and the data-parallel step;
 * :mod:`~gpulab.costmodels.parallelism`: pipeline, tensor, sequence, context, expert and
@@ -25,9 +28,11 @@ _MODULES = (
     "flops",
     "inference",
     "memory",
+    "overhead",
     "parallelism",
     "published_models",
     "roofline",
+    "rounding",
     "training_time",
 )
 

@@ -13,6 +13,7 @@ __all__ = [
     "PEAK_PRECISIONS",
     "PRECISIONS",
     "TRAINING_PRECISIONS",
+    "UNIT_ROUNDOFF",
     "compute_bytes",
     "peak_precision",
     "TORCH_DTYPE_NAMES",
@@ -31,6 +32,11 @@ TRAINING_PRECISIONS = ("fp32", "amp_bf16", "amp_fp16", "bf16")
 #: The torch dtype (its name in ``torch``) that holds each matmul precision's numbers. TF32
 #: is FP32 storage with Tensor Core arithmetic: a switch (:func:`gpulab.tf32`), not a dtype.
 TORCH_DTYPE_NAMES = {"fp32": "float32", "tf32": "float32", "fp16": "float16", "bf16": "bfloat16"}
+
+#: The unit roundoff u = 2^-p of each arithmetic format with p bits of precision (the stored
+#: mantissa bits plus the implicit leading one): rounding to nearest changes a number by a
+#: relative amount of at most u. TF32 keeps FP16's 10 mantissa bits (11 bits of precision).
+UNIT_ROUNDOFF = {"fp32": 2.0**-24, "tf32": 2.0**-11, "fp16": 2.0**-11, "bf16": 2.0**-8}
 
 _PEAK_OF = {"amp_fp16": "fp16", "amp_bf16": "bf16"}
 _BYTES = {"fp32": 4, "tf32": 4, "fp16": 2, "bf16": 2, "fp8": 1, "amp_fp16": 2, "amp_bf16": 2}
