@@ -100,3 +100,31 @@ def test_every_lab_page_says_which_devices_recorded_it(book_build, root):
         gpu = [kind for kind in lab_recordings(lab) if kind != "cpu"]
         assert ("No GPU recording yet" in html) == (not gpu), lab.name
         assert ('class="gl-recordings"' in html) == bool(gpu), lab.name
+
+
+#: MyST markup that should never reach a reader: a role (``{glue:text}`key```, ``{term}`x```)
+#: or a directive fence (``:::{note}``, ```` ```{code-cell} ````) left unparsed in prose.
+RAW_MARKUP = re.compile(r"\{[a-z][a-z-]*(?::[a-z-]+)?\}`|^\s*(?::::*|```+)\s*\{[a-z]", re.M)
+
+
+def visible_prose(page_html: str) -> str:
+    """A page's text outside code listings and outputs (where braces are code, not markup)."""
+    text = re.sub(r"<(pre|code|script|style)\b.*?</\1>", " ", page_html, flags=re.S)
+    return re.sub(r"<[^>]+>", "", text)
+
+
+def test_raw_markup_check_finds_a_leaked_role_or_fence():
+    assert RAW_MARKUP.search("about {glue:text}`key:.1f} loads")
+    assert RAW_MARKUP.search("see {term}`warp`")
+    assert RAW_MARKUP.search(":::{note}\ntext")
+    assert not RAW_MARKUP.search(visible_prose("<pre>{glue:text}`x`</pre><p>f{x}</p>"))
+
+
+def test_no_page_shows_raw_markup(book_build):
+    leaks = []
+    for folder in ("book", "notebooks"):
+        for page in sorted((book_build.html / folder).glob("*.html")):
+            for match in RAW_MARKUP.finditer(visible_prose(page.read_text())):
+                around = match.string[match.start() - 40 : match.end() + 40]
+                leaks.append(f"{page.name}: ...{around}")
+    assert not leaks, "\n".join(leaks)
