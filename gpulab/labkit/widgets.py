@@ -31,7 +31,7 @@ import base64
 import io
 import math
 
-from gpulab._checks import choice, non_negative_int, positive_int, positive_number, wrong_type
+from gpulab._checks import choice, non_negative_int, positive_int, positive_number
 from gpulab.costmodels.training_time import DEFAULT_UTILISATION
 from gpulab.hardware.interconnects import resolve_link
 from gpulab.hardware.specs import resolve_spec
@@ -148,15 +148,9 @@ price_per_hour
     """
     from gpulab.costmodels.chooser import plan_training
     from gpulab.costmodels.memory import OPTIMIZERS
-    from gpulab.costmodels.published_models import NAMED_MODELS, NamedModel, resolve_model
+    from gpulab.costmodels.published_models import NAMED_MODELS
     from gpulab.hardware.precision import TRAINING_PRECISIONS
 
-    if isinstance(model, str):
-        resolve_model("model", model)
-    elif isinstance(model, int) and not isinstance(model, bool):
-        positive_int("model", model)
-    elif not isinstance(model, NamedModel):
-        raise wrong_type("model", model, "a named model (gl.NAMED_MODELS) or a parameter count")
     first = plan_training(
         model, precision=precision, optimizer=optimizer, batch_size=batch_size,
         seq_len=seq_len, image_size=image_size, samples_per_epoch=samples_per_epoch,
