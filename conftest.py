@@ -7,7 +7,9 @@ which one worker runs start to end, in order:
 
 * every test that uses the ``book_build`` fixture (``tests/test_book.py``,
   ``tests/test_browser.py``): the book is built once, on that worker;
-* the cells of one notebook (nbval): they run one after another in one kernel.
+* the cells of one notebook (nbval): they run one after another in one kernel;
+* a whole run of a lab in one test (the ``lab_run`` mark: ``tests/test_rehearsal.py``),
+  a group of its own so that it is handed out first, by its lab's run time.
 
 Groups go out first, longest first (the book, then the labs by their recorded CPU run
 time), so that the many short tests fill in around them at the end. This file sits at the
@@ -67,6 +69,9 @@ def _group_for_workers(items: list[pytest.Item]) -> None:
             if item.path not in run_time_s:
                 run_time_s[item.path] = _recorded_cpu_run_time_s(item.path)
             group_of[id(item)] = (run_time_s[item.path], item.nodeid.split("::")[0])
+        elif (mark := item.get_closest_marker("lab_run")) is not None:
+            lab = Path(mark.args[0])
+            group_of[id(item)] = (_recorded_cpu_run_time_s(lab), item.nodeid)
     for item in items:
         if id(item) in group_of:
             item.add_marker(pytest.mark.xdist_group(name=group_of[id(item)][1]))

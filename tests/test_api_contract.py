@@ -371,6 +371,7 @@ BASELINES = {
     "supported_precisions": lambda: ((), dict(device="cpu")),
     "mixed_precision": lambda: ((), dict(device="cpu")),
     "MixedPrecision": lambda: _fields(gl.measure.device.mixed_precision("cpu")),
+    "matmul_speedup": lambda: ((gl.measure.device.mixed_precision("cpu"),), dict(device="cpu")),
     "tf32": lambda: ((False,), {}),
     # ---- provenance
     "provenance": lambda: ((), dict(info=None)),
@@ -853,6 +854,7 @@ KINDS: dict[str, dict] = {
         "device": "device",
     },
     "mixed_precision": {"device": "device"},
+    "matmul_speedup": {"amp": [42, "amp_bf16", None], "device": "device"},
     "MixedPrecision": {"precision": "choice"},
     "region_times": {
         "rows": [42, "rows", ["x"], []],  # the rows of prof.key_averages()

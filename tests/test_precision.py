@@ -7,7 +7,14 @@ import types
 import pytest
 import torch
 
-from gpulab.measure.device import MixedPrecision, mixed_precision, supported_precisions, tf32
+from gpulab.hardware.specs import get_spec
+from gpulab.measure.device import (
+    MixedPrecision,
+    matmul_speedup,
+    mixed_precision,
+    supported_precisions,
+    tf32,
+)
 
 
 def _new_api(monkeypatch, matmul="none", conv="tf32"):
@@ -197,6 +204,37 @@ def test_mixed_precision_refuses_bad_devices_and_a_missing_gpu(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     with pytest.raises(ValueError, match="no CUDA GPU"):
         mixed_precision("cuda")
+
+
+# ---- how much faster 16-bit matrix multiplies are (matmul_speedup)
+
+
+@pytest.mark.parametrize(("name", "low"), [("T4", "fp16"), ("A100", "bf16"), ("H100", "bf16")])
+def test_on_a_gpu_the_speedup_is_the_ratio_of_its_datasheet_peaks(fake_gpu, name, low):
+    gpu = fake_gpu(name)
+    spec = get_spec(gpu.registry_name)
+    speedup = matmul_speedup(mixed_precision("cuda"), "cuda")
+    assert speedup == pytest.approx(spec.peak(low) / spec.peak("fp32"))
+    assert speedup > 4  # Tensor Cores: every one of these is several times its FP32 peak
+
+
+def test_a_gpu_the_registry_does_not_know_gets_no_speedup(fake_gpu):
+    from tests.fake_gpu import FakeGpu
+
+    fake_gpu(FakeGpu("Imaginary GPU 9000", (9, 0), 80 * 2**30, 132, "H100 SXM5 80GB"))
+    assert matmul_speedup(mixed_precision("cuda"), "cuda") == 1.0
+
+
+def test_a_cpu_gets_two_with_bf16_instructions_and_one_without(monkeypatch):
+    amp = mixed_precision("cpu")
+    for has_bf16, expected in ((True, 2.0), (False, 1.0)):
+        monkeypatch.setattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", lambda h=has_bf16: h)
+        assert matmul_speedup(amp, "cpu") == expected
+
+
+def test_matmul_speedup_refuses_what_is_not_a_mixed_precision():
+    with pytest.raises(TypeError, match="amp='amp_bf16'"):
+        matmul_speedup("amp_bf16", "cpu")
 
 
 def test_the_record_checks_its_fields():

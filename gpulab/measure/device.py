@@ -34,6 +34,7 @@ __all__ = [
     "detect_device",
     "doctor",
     "in_colab",
+    "matmul_speedup",
     "mixed_precision",
     "scale",
     "scale_to_memory",
@@ -667,6 +668,57 @@ def mixed_precision(device=None) -> MixedPrecision:
         )
     fp16 = support["fp16"] or "FP16 runs on Tensor Cores (compute capability 7.0 or later)"
     return MixedPrecision("amp_fp16", f"{support['bf16']}; {fp16}, with a GradScaler")
+
+
+def matmul_speedup(amp: MixedPrecision, device=None) -> float:
+    """How many times faster ``amp``'s 16-bit matrix multiplies run than FP32 ones, by the
+    hardware: the part of a step that autocast speeds up is sped up this much.
+
+    On a CUDA GPU it is the datasheet's 16-bit peak over its FP32 peak (the registry entry
+    of the name the driver reports; 1 for a GPU the registry does not know, or whose entry
+    has no such peak). On a CPU it is 2 where the CPU has native BF16 dot-product
+    instructions (AVX-512 BF16 or AMX, which multiply two BF16 pairs per 32-bit lane) and
+    1 where it has not. On an Apple GPU, 1: no published peaks to compare.
+
+    Parameters
+    ----------
+    amp : MixedPrecision
+        The mixed precision, from :func:`mixed_precision`.
+    device : torch.device or str, optional
+        Default: :func:`gpulab.best_device`.
+
+    Returns
+    -------
+    float
+        At least 1 where the hardware has faster 16-bit arithmetic; the ratio of peaks.
+
+    Raises
+    ------
+    TypeError
+        For an ``amp`` that is not a MixedPrecision, or a bad device.
+
+    Examples
+    --------
+    >>> matmul_speedup(mixed_precision("cpu"), "cpu") in (1.0, 2.0)
+    True
+    """
+    if not isinstance(amp, MixedPrecision):
+        raise wrong_type("amp", amp, "a MixedPrecision (gl.measure.device.mixed_precision())")
+    dev = torch_device(device)
+    import torch
+
+    if dev.type == "cuda":
+        from gpulab.hardware.precision import peak_precision
+        from gpulab.hardware.specs import find_spec
+
+        spec = find_spec(torch.cuda.get_device_name(dev))
+        low = peak_precision(amp.precision)
+        if spec is None or low not in spec.peak_flops or "fp32" not in spec.peak_flops:
+            return 1.0
+        return spec.peak(low) / spec.peak("fp32")
+    if dev.type == "cpu":
+        return 2.0 if torch.ops.mkldnn._is_mkldnn_bf16_supported() else 1.0
+    return 1.0
 
 
 def _total_memory(device) -> int:
