@@ -8,7 +8,8 @@
   synthetic data, the course's own text, a vectorised game;
 * :mod:`~gpulab.labkit.launcher`: multi-process jobs with ``torchrun`` and timeouts;
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
-  figures, calculators and result tables.
+  figures, calculators and result tables;
+* :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ _MODULES = (
     "networks",
     "plotting",
     "scoreboard",
+    "selfcheck",
     "training_loop",
     "widgets",
 )
