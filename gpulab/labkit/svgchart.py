@@ -19,7 +19,10 @@ from gpulab._checks import positive_int, text
 
 __all__ = ["Series", "line_chart"]
 
-_LEFT, _RIGHT, _TOP, _BOTTOM = 64, 16, 28, 46
+_RIGHT, _TOP, _BOTTOM = 30, 28, 46
+# Colours where no stylesheet applies (the book's stylesheet sets theme colours by class).
+_COLOURS = ("#1f77b4", "#777777", "#2ca02c")
+_CHAR_PX = 6.6  # width of one character of an 11 px tick label, roughly
 
 
 @dataclass(frozen=True)
@@ -130,7 +133,10 @@ def line_chart(
         x_hi = x_lo * 10 if x_log else x_lo + 1
     if y_hi == y_lo:
         y_hi = y_lo * 10 if y_log else y_lo + 1
-    plot_w, plot_h = width - _LEFT - _RIGHT, height - _TOP - _BOTTOM
+    x_ticks, y_ticks = _ticks(x_lo, x_hi, x_log), _ticks(y_lo, y_hi, y_log)
+    y_labels = [y_format(y) for y in y_ticks]
+    left = round(30 + _CHAR_PX * max(map(len, y_labels), default=0))
+    plot_w, plot_h = width - left - _RIGHT, height - _TOP - _BOTTOM
 
     def along(v: float, lo: float, hi: float, log: bool) -> float:
         if log:
@@ -138,7 +144,7 @@ def line_chart(
         return (v - lo) / (hi - lo)
 
     def sx(x: float) -> float:
-        return _LEFT + plot_w * along(x, x_lo, x_hi, x_log)
+        return left + plot_w * along(x, x_lo, x_hi, x_log)
 
     def sy(y: float) -> float:
         return _TOP + plot_h * (1 - along(y, y_lo, y_hi, y_log))
@@ -146,24 +152,25 @@ def line_chart(
     esc = html.escape
     out = [
         f'<svg class="gl-chart" viewBox="0 0 {width} {height}" width="{width}" '
-        f'height="{height}" role="img" xmlns="http://www.w3.org/2000/svg">',
+        f'height="{height}" role="img" font-size="11" font-family="sans-serif" '
+        'fill="currentColor" xmlns="http://www.w3.org/2000/svg">',
         f"<title>{esc(title or y_label + ' against ' + x_label)}</title>",
     ]
     grid = []
-    for x in _ticks(x_lo, x_hi, x_log):
-        grid.append(f'<line class="gl-grid" x1="{sx(x):.1f}" y1="{_TOP}" x2="{sx(x):.1f}" '
-                    f'y2="{_TOP + plot_h}"/>')  # fmt: skip
+    for x in x_ticks:
+        grid.append(f'<line class="gl-grid" stroke="#8888" x1="{sx(x):.1f}" y1="{_TOP}" '
+                    f'x2="{sx(x):.1f}" y2="{_TOP + plot_h}"/>')  # fmt: skip
         grid.append(f'<text x="{sx(x):.1f}" y="{_TOP + plot_h + 16}" text-anchor="middle">'
                     f"{esc(x_format(x))}</text>")  # fmt: skip
-    for y in _ticks(y_lo, y_hi, y_log):
-        grid.append(f'<line class="gl-grid" x1="{_LEFT}" y1="{sy(y):.1f}" '
-                    f'x2="{_LEFT + plot_w}" y2="{sy(y):.1f}"/>')  # fmt: skip
-        grid.append(f'<text x="{_LEFT - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">'
-                    f"{esc(y_format(y))}</text>")  # fmt: skip
+    for y, label in zip(y_ticks, y_labels, strict=True):
+        grid.append(f'<line class="gl-grid" stroke="#8888" x1="{left}" y1="{sy(y):.1f}" '
+                    f'x2="{left + plot_w}" y2="{sy(y):.1f}"/>')  # fmt: skip
+        grid.append(f'<text x="{left - 6}" y="{sy(y) + 4:.1f}" text-anchor="end">'
+                    f"{esc(label)}</text>")  # fmt: skip
     out += grid
-    out.append(f'<rect class="gl-frame" x="{_LEFT}" y="{_TOP}" width="{plot_w}" '
-               f'height="{plot_h}"/>')  # fmt: skip
-    out.append(f'<text x="{_LEFT + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
+    out.append(f'<rect class="gl-frame" fill="none" stroke="currentColor" x="{left}" '
+               f'y="{_TOP}" width="{plot_w}" height="{plot_h}"/>')  # fmt: skip
+    out.append(f'<text x="{left + plot_w / 2:.1f}" y="{height - 8}" text-anchor="middle">'
                f"{esc(x_label)}</text>")  # fmt: skip
     middle = _TOP + plot_h / 2
     out.append(f'<text x="14" y="{middle:.1f}" text-anchor="middle" '
@@ -171,17 +178,24 @@ def line_chart(
     for i, s in enumerate(series):
         points = " ".join(f"{sx(x):.1f},{sy(y):.1f}" for x, y in zip(s.xs, s.ys, strict=True))
         dash = ' stroke-dasharray="6 4"' if s.dashed else ""
-        out.append(f'<polyline class="gl-s{i}" fill="none" points="{points}"{dash}/>')
+        colour = _COLOURS[i % len(_COLOURS)]
+        out.append(
+            f'<polyline class="gl-s{i}" fill="none" stroke="{colour}" stroke-width="2" '
+            f'points="{points}"{dash}/>'
+        )
         legend_y = _TOP - 10
-        legend_x = _LEFT + 8 + i * 190
-        out.append(f'<line class="gl-s{i}" x1="{legend_x}" y1="{legend_y}" '
+        legend_x = left + 8 + i * 190
+        out.append(f'<line class="gl-s{i}" stroke="{colour}" stroke-width="2" x1="{legend_x}" '
+                   f'y1="{legend_y}" '
                    f'x2="{legend_x + 22}" y2="{legend_y}"{dash}/>')  # fmt: skip
         out.append(f'<text x="{legend_x + 27}" y="{legend_y + 4}">{esc(s.label)}</text>')
     if point is not None:
         px, py, label = point
-        anchor = "end" if sx(px) > _LEFT + plot_w * 0.6 else "start"
+        anchor = "end" if sx(px) > left + plot_w * 0.6 else "start"
         shift = -9 if anchor == "end" else 9
-        out.append(f'<circle class="gl-point" cx="{sx(px):.1f}" cy="{sy(py):.1f}" r="5"/>')
+        out.append(
+            f'<circle class="gl-point" fill="#e06c00" cx="{sx(px):.1f}" cy="{sy(py):.1f}" r="5"/>'
+        )
         out.append(f'<text class="gl-point-label" x="{sx(px) + shift:.1f}" '
                    f'y="{sy(py) + 16:.1f}" text-anchor="{anchor}">{esc(label)}</text>')  # fmt: skip
     out.append("</svg>")
