@@ -122,7 +122,7 @@ class Field:
             )
         if self.integer:
             if number != int(number):
-                raise ValueError(f"{self.label}: {raw!r} must be a whole number")
+                raise ValueError(f"{self.label}: {raw} must be a whole number")
             return int(number)
         return number
 
@@ -707,8 +707,8 @@ def run(name: str, values: Mapping[str, str] | str | None = None) -> dict:
     >>> out = run("occupancy", {"threads_per_block": "512"})
     >>> out["ok"], out["numbers"]["warps_per_sm"]
     (True, 32)
-    >>> run("occupancy", {"threads_per_block": "abc"})["html"]
-    '<p class="gl-calc-error">Cannot compute this: Threads per block: \\'abc\\' is not a number</p>'
+    >>> print(run("occupancy", {"threads_per_block": "64.5"})["html"])
+    <p class="gl-calc-error">Cannot compute this: Threads per block: 64.5 must be a whole number</p>
     """
     calc = CALCULATORS[choice("name", name, tuple(CALCULATORS))]
     if isinstance(values, str):
