@@ -1,4 +1,4 @@
-"""Live calculators in the book's pages: ``{calculator} name`` writes a form that runs in the browser.
+"""Live calculators in the pages: ``{calculator} name`` writes a form that runs in the browser.
 
 A chapter writes::
 
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 STATIC = Path(__file__).parent / "static"
 BUILD = ROOT / "_build"
 PYODIDE_CACHE = BUILD / ".pyodide-cache"
-# Staged for html_static_path: becomes _static/live/ in the output.
+# Staged here, then copied to _static/live/ in the output.
 STAGE = BUILD / ".live-calculators"
 SCRIPT = "live-calculators.js"
 STYLE = "live-calculators.css"
@@ -136,7 +136,7 @@ def _sources_digest() -> str:
 
 
 def _stage_assets(app) -> None:
-    """Put the runtime and the package zip where html_static_path copies them from."""
+    """Stage the runtime and the package zip, for :func:`_copy_assets` to copy."""
     if app.builder.format != "html":
         return
     live = STAGE / "static" / "live"
@@ -151,9 +151,25 @@ def _stage_assets(app) -> None:
     if not (package.is_file() and stamp.is_file() and stamp.read_text() == digest):
         live_book.package_zip(package)
         stamp.write_text(digest)
-    for folder in (str(STAGE / "static"), str(STATIC)):
-        if folder not in app.config.html_static_path:
-            app.config.html_static_path.append(folder)
+
+
+def _copy_assets(app, exception) -> None:
+    """Copy the staged runtime, the zip, the script and its stylesheet into ``_static/``.
+
+    Done here rather than through ``html_static_path``, which leaves a file already in the
+    output alone: a rebuild after a change to the package must ship the new zip.
+    """
+    if exception is not None or app.builder.format != "html":
+        return
+    static = Path(app.outdir) / "_static"
+    sources = [(STAGE / "static" / "live", static / "live")]
+    sources += [(STATIC / name, static / name) for name in (SCRIPT, STYLE)]
+    for source, target in sources:
+        if source.is_dir():
+            shutil.copytree(source, target, dirs_exist_ok=True)
+        else:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copyfile(source, target)
 
 
 def _page_assets(app, pagename, templatename, context, doctree) -> None:
@@ -202,4 +218,5 @@ def setup(app):
     app.connect("env-merge-info", _merge)
     app.connect("html-page-context", _page_assets)
     app.connect("doctree-resolved", _note_dead_widgets)
+    app.connect("build-finished", _copy_assets)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -69,6 +69,7 @@
     result.removeAttribute("data-build-result");
     calc.dataset.computed = String(Number(calc.dataset.computed || 0) + 1);
     calc.dataset.values = JSON.stringify(asked);
+    calc.dataset.numbers = JSON.stringify(out.numbers);
     status(calc, READY_TEXT);
   }
 
