@@ -50,7 +50,6 @@ __all__ = [
     "DeviceOption",
     "ExamplePrice",
     "TrainingPlan",
-    "cnn_activation_bytes_per_image",
     "plan_training",
     "run_cost",
     "transformer_activation_bytes",

@@ -8,7 +8,10 @@
   synthetic data, the course's own text, a vectorised game;
 * :mod:`~gpulab.labkit.launcher`: multi-process jobs with ``torchrun`` and timeouts;
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
-  figures, calculators and result tables.
+  figures, calculators and result tables;
+* :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
+  calculators, declared once, and their charts (standard library only: they run in the
+  reader's browser).
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from gpulab._lazy import submodule_loader
 
 _MODULES = (
     "answers",
+    "calculators",
     "claims",
     "corpus",
     "datasets",
@@ -25,6 +29,7 @@ _MODULES = (
     "networks",
     "plotting",
     "scoreboard",
+    "svgchart",
     "training_loop",
     "widgets",
 )
