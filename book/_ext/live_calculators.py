@@ -32,6 +32,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+from sphinx.errors import ExtensionError
 
 from gpulab.course import live_book
 from gpulab.labkit.calculators import CALCULATORS, run
@@ -140,7 +141,14 @@ def _stage_assets(app) -> None:
     if app.builder.format != "html":
         return
     live = STAGE / "static" / "live"
-    runtime = live_book.fetch_pyodide(PYODIDE_CACHE)
+    try:
+        runtime = live_book.fetch_pyodide(PYODIDE_CACHE)
+    except OSError as exc:  # no network on the first build
+        raise ExtensionError(
+            f"the live calculators need Pyodide {live_book.PYODIDE_VERSION}'s runtime, fetched "
+            f"once from the npm registry into {PYODIDE_CACHE}, and the download failed ({exc}); "
+            "build once with network access (later builds work offline)"
+        ) from exc
     (live / "pyodide").mkdir(parents=True, exist_ok=True)
     for name in live_book.RUNTIME_FILES:
         target = live / "pyodide" / name
