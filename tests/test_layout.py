@@ -178,6 +178,8 @@ STDLIB_ONLY = (
     "gpulab.costmodels.inference",
     "gpulab.costmodels.chooser",
     "gpulab.kernels.occupancy",
+    "gpulab.labkit.calculators",
+    "gpulab.labkit.svgchart",
 )
 
 BLOCKER = """

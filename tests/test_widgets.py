@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import gpulab as gl
-from gpulab.labkit.widgets import _parallelism_report
+from gpulab.labkit.calculators import parallelism_report
 
 SENTENCE = "needs ipywidgets, which is not installed here (pip install ipywidgets)"
 
@@ -48,7 +48,7 @@ CASES = {
     ),
     "parallelism_calculator": (
         lambda: gl.parallelism_calculator(7e9, layers=32, hidden=4096, seq_len=4096, n_gpus=64),
-        lambda: _parallelism_report(7e9, 32, 4096, 4096, 64, "H100 SXM5 80GB",
+        lambda: parallelism_report(7e9, 32, 4096, 4096, 64, "H100 SXM5 80GB",
                                     "NVLink 4 (H100/H200)", "InfiniBand NDR (4x)"),
     ),
 }  # fmt: skip

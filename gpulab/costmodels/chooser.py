@@ -133,8 +133,13 @@ def transformer_activation_bytes(
 
 
 @functools.cache
-def _cnn_activation_bytes_per_image(name: str, image_size: int, precision: str) -> int | None:
-    """Activations of one image through a real forward pass (needs gpulab.labkit.networks)."""
+def cnn_activation_bytes_per_image(name: str, image_size: int, precision: str) -> int | None:
+    """Activations of one image through a real forward pass of a named CNN.
+
+    Measured with :func:`gpulab.costmodels.memory.activation_bytes` on the network that
+    :mod:`gpulab.labkit.networks` builds for ``name``; None where torch or that network is not
+    available (the live book ships these numbers, measured when the book is built).
+    """
     try:
         import torch
 
@@ -390,7 +395,7 @@ def plan_training(
         size = named.image_size if image_size is None else image_size
         shape = f"{size}x{size} images"
         if activations_bytes is None:
-            per_image = _cnn_activation_bytes_per_image(named.name, size, precision)
+            per_image = cnn_activation_bytes_per_image(named.name, size, precision)
             if per_image is None:
                 activations_bytes = 0
                 notes.append(

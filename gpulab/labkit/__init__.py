@@ -10,6 +10,9 @@
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
   figures, calculators and result tables;
 * :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions.
+* :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
+  calculators, declared once, and their charts (standard library only: they run in the
+  reader's browser).
 """
 
 from __future__ import annotations
@@ -18,6 +21,7 @@ from gpulab._lazy import submodule_loader
 
 _MODULES = (
     "answers",
+    "calculators",
     "claims",
     "corpus",
     "datasets",
@@ -27,6 +31,7 @@ _MODULES = (
     "plotting",
     "scoreboard",
     "selfcheck",
+    "svgchart",
     "training_loop",
     "widgets",
 )

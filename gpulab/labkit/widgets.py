@@ -554,52 +554,6 @@ def occupancy_calculator(
 # --- which parallelism when ------------------------------------------------------------------
 
 
-def _parallelism_report(n_params, layers, hidden, seq_len, n_gpus, spec, node_link, network):
-    """The suggested split, then what its communication costs on the two links."""
-    from gpulab.costmodels.comms import allreduce_time
-    from gpulab.costmodels.parallelism import (
-        context_parallel_bytes,
-        suggest_parallelism,
-        tensor_parallel_comm,
-    )
-    from gpulab.hardware.interconnects import interconnect
-    from gpulab.units import format_bytes, format_duration
-
-    plan = suggest_parallelism(
-        n_params, layers=layers, hidden=hidden, seq_len=seq_len, n_gpus=n_gpus, spec=spec
-    )
-    inside, between = interconnect(node_link), interconnect(network)
-
-    def on(link):  # the alpha-beta figures of a registry link (no latency published: 0)
-        return dict(alpha_s=link.latency_s or 0.0, bandwidth_bytes_per_s=link.bandwidth)
-
-    lines = [str(plan), f"communication (one sequence per micro-batch, bf16), {inside.name} "
-             f"inside a node, {between.name} between nodes:"]  # fmt: skip
-    if plan.tensor > 1:
-        tp = tensor_parallel_comm(1, seq_len // plan.context, hidden, plan.tensor)
-        one = allreduce_time(tp.message_bytes, plan.tensor, **on(inside))
-        lines.append(
-            f"  tensor : {tp.n_allreduces} all-reduces of {format_bytes(tp.message_bytes)} per "
-            f"layer and micro-batch, {format_duration(one)} each = "
-            f"{format_duration(tp.n_allreduces * one)} per layer"
-        )
-    if plan.context > 1:
-        cp = context_parallel_bytes(1, seq_len, hidden, plan.context)
-        lines.append(
-            f"  context: {format_bytes(cp)} per rank per layer (key/value blocks of multi-head "
-            f"attention round the ring; grouped-query attention sends less) = "
-            f"{format_duration(cp / between.bandwidth)} at {between.name}"
-        )
-    if plan.data > 1:
-        grad_bytes = 2 * n_params / (plan.tensor * plan.pipeline)  # bf16 gradients, one shard
-        t = allreduce_time(grad_bytes, plan.data, **on(between))
-        lines.append(
-            f"  data   : all-reduce of {format_bytes(grad_bytes)} of gradients over "
-            f"{plan.data} ranks = {format_duration(t)} per step (overlaps the backward pass)"
-        )
-    return "\n".join(lines)
-
-
 def parallelism_calculator(
     n_params: float = 405e9,
     *,
@@ -626,6 +580,7 @@ def parallelism_calculator(
     """
     from gpulab.hardware.interconnects import list_interconnects
     from gpulab.hardware.specs import list_specs
+    from gpulab.labkit.calculators import parallelism_report
 
     n_params = positive_number("n_params", n_params)
     for name, value in (("layers", layers), ("hidden", hidden), ("seq_len", seq_len),
@@ -635,7 +590,7 @@ def parallelism_calculator(
     node_link = resolve_link("node_link", node_link).name
     network = resolve_link("network", network).name
     start = (n_params, layers, hidden, seq_len, n_gpus, spec.name, node_link, network)
-    first = _parallelism_report(*start)
+    first = parallelism_report(*start)
     w = _ipywidgets()
     if w is None:
         _fallback("parallelism calculator", first)
@@ -663,7 +618,7 @@ def parallelism_calculator(
 
     def update(_change=None) -> None:
         try:
-            _show(out, _parallelism_report(*(control.value for control in controls)))
+            _show(out, parallelism_report(*(control.value for control in controls)))
         except ValueError as exc:
             _show(out, f"Cannot plan this: {exc}")
 
