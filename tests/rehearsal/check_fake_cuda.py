@@ -43,6 +43,9 @@ def check_mixing_devices_raises_as_on_a_gpu():
     assert x[torch.tensor([0, 2])].shape == (2,)  # CPU indices are moved, as on a GPU
     x.copy_(torch.ones(3))  # a host-to-device copy
     assert x.sum().item() == 3
+    host = torch.zeros(3)
+    assert host.copy_(x, non_blocking=True) is host and not host.is_cuda  # device to host
+    assert host.sum().item() == 3
 
 
 def check_numpy_needs_a_copy_to_the_host_first():
@@ -71,6 +74,26 @@ def check_a_model_moves_trains_and_keeps_its_parameters():
         model(x).pow(2).mean().backward()
         opt.step()
     assert weight.grad.is_cuda and model(x).pow(2).mean().item() < before
+
+
+def check_models_and_tensors_copy_and_save():
+    import copy
+    import io
+
+    model = nn.Linear(4, 2).cuda()
+    twin = copy.deepcopy(model)
+    assert twin.weight is not model.weight and twin.weight.is_cuda
+    assert twin.weight.shape == (2, 4) and torch.equal(twin.weight.cpu(), model.weight.cpu())
+    kept = copy.deepcopy(model.state_dict())
+    with torch.no_grad():
+        model.weight.zero_()
+    model.load_state_dict(kept)
+    assert torch.equal(model.weight.cpu(), twin.weight.cpu())
+    buffer = io.BytesIO()
+    torch.save(model.state_dict(), buffer)
+    buffer.seek(0)
+    loaded = torch.load(buffer)
+    assert torch.equal(loaded["weight"], twin.weight.cpu())
 
 
 def check_gradients_flow_back_through_a_copy_to_the_gpu():

@@ -164,6 +164,25 @@ class FakeCudaTensor(torch.Tensor):
     def data_ptr(self) -> int:
         return self.elem.data_ptr()
 
+    def __deepcopy__(self, memo):
+        # torch's own deep copy makes an empty tensor and swaps its storage in, which a
+        # wrapper's fixed sizes do not follow: copy the data instead.
+        if id(self) in memo:
+            return memo[id(self)]
+        with torch.no_grad():
+            copied = FakeCudaTensor(self.elem.clone())
+        if isinstance(self, torch.nn.Parameter):
+            copied = torch.nn.Parameter(copied, requires_grad=self.requires_grad)
+        elif self.requires_grad:
+            copied.requires_grad_(True)
+        memo[id(self)] = copied
+        return copied
+
+    def __reduce_ex__(self, protocol):
+        # torch.save of a GPU tensor: saved as its data on the host (torch.load then gives a
+        # CPU tensor; on a GPU, a CUDA one unless map_location says otherwise).
+        return self.elem.detach().clone().__reduce_ex__(protocol)
+
     def __repr__(self, *, tensor_contents=None) -> str:
         return repr(self.elem)[:-1] + ", device='cuda:0')"
 
@@ -183,27 +202,30 @@ class FakeCudaTensor(torch.Tensor):
             ukwargs = {k: _unwrap(v, inputs, cpu) for k, v in kwargs.items()}
             if _is_cuda(ukwargs.get("device")):
                 ukwargs["device"] = CPU
-        if cpu and name not in _MIXING_ALLOWED:
+        if name not in _MIXING_ALLOWED and any(t.dim() > 0 for t in cpu):
             raise RuntimeError(
                 f"{_SAME_DEVICE}cuda:0 and cpu! (when checking arguments for {name})"
             )
         out = func(*uargs, **ukwargs)
-        wrapped = _wrap(out, {id(t.elem): t for t in inputs})
+        # An output that is an input (in-place, out=) stays that input: a CPU tensor that
+        # received a copy from the GPU stays on the CPU.
+        same = {id(t): t for t in cpu}
+        same.update((id(t.elem), t) for t in inputs)
+        wrapped = _wrap(out, same)
         if _capturing:
             _capturing[-1].ops.append((func, args, ukwargs, wrapped))
         return wrapped
 
 
 def _unwrap(x, inputs: list, cpu: list):
-    """``x`` with each fake-CUDA tensor replaced by its data; note them, and CPU tensors of
-    more than 0 dimensions (which a GPU operator refuses), in ``inputs`` and ``cpu``."""
+    """``x`` with each fake-CUDA tensor replaced by its data; note them in ``inputs``, and
+    CPU tensors in ``cpu`` (a GPU operator refuses those of more than 0 dimensions)."""
     kind = type(x)
     if kind is FakeCudaTensor:
         inputs.append(x)
         return x.elem
     if kind is torch.Tensor or isinstance(x, torch.Tensor):
-        if x.dim() > 0:
-            cpu.append(x)
+        cpu.append(x)
         return x
     if kind is tuple or kind is list:
         return kind(_unwrap(item, inputs, cpu) for item in x)
