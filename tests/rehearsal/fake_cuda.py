@@ -638,6 +638,8 @@ def install(gpu: str = "T4") -> None:
     base, _, count = gpu.partition("x")
     if base not in GPUS or (count and not count.isdigit()):
         raise ValueError(f"GPULAB_REHEARSAL={gpu!r}: expected one of {sorted(GPUS)}, e.g. T4x2")
+    # Triton compiles for the GPU it sees unless told to interpret: a rehearsal interprets.
+    os.environ["TRITON_INTERPRET"] = "1"
     patch = _Patcher()
     install_fake_gpu(patch, base, n_gpus=int(count or 1))
     cuda = torch.cuda
