@@ -129,6 +129,23 @@ def check_autocast_runs_in_the_dtype_asked_for():
     assert scaler.get_scale() > 0
 
 
+def check_tf32_rounds_matmul_inputs_where_the_gpu_has_it():
+    import gpulab as gl
+
+    gen = torch.Generator().manual_seed(0)
+    a64 = torch.randn(64, 64, generator=gen, dtype=torch.float64)
+    exact = a64 @ a64
+
+    def error(tf32: bool) -> float:
+        a = a64.float().cuda()
+        with gl.tf32(tf32):
+            c = (a @ a).double().cpu()
+        return float(torch.linalg.norm(c - exact) / torch.linalg.norm(exact))
+
+    has_tf32 = torch.cuda.get_device_capability() >= (8, 0)
+    assert (error(True) > 10 * error(False)) == has_tf32, (error(True), error(False))
+
+
 def check_memory_statistics_count_live_tensors():
     torch.cuda.reset_peak_memory_stats()
     start = torch.cuda.memory_allocated()

@@ -206,6 +206,8 @@ class FakeCudaTensor(torch.Tensor):
             raise RuntimeError(
                 f"{_SAME_DEVICE}cuda:0 and cpu! (when checking arguments for {name})"
             )
+        if _TF32_HARDWARE and name in _MATMULS and _tf32_on():
+            uargs = _tf32_operands(name, uargs)
         out = func(*uargs, **ukwargs)
         # An output that is an input (in-place, out=) stays that input: a CPU tensor that
         # received a copy from the GPU stays on the CPU.
@@ -215,6 +217,42 @@ class FakeCudaTensor(torch.Tensor):
         if _capturing:
             _capturing[-1].ops.append((func, args, ukwargs, wrapped))
         return wrapped
+
+
+# TF32: from compute capability 8.0, with ``torch.backends.cuda.matmul.allow_tf32`` on, cuBLAS
+# multiplies FP32 matrices on Tensor Cores with their inputs rounded to TF32 (10 explicit
+# mantissa bits), accumulating in FP32. The rehearsal rounds the operands the same way.
+_TF32_HARDWARE = False
+_MATMULS = {"aten::mm": (0, 1), "aten::bmm": (0, 1), "aten::addmm": (1, 2), "aten::baddbmm": (1, 2)}
+
+
+def _tf32_on() -> bool:
+    """Whether cuBLAS would use TF32 for an FP32 matmul now (the new API's setting, else the
+    legacy flag; torch refuses to read the legacy one once the new one was set)."""
+    matmul = torch.backends.cuda.matmul
+    for precision in (getattr(matmul, "fp32_precision", "none"),
+                      getattr(torch.backends, "fp32_precision", "none")):  # fmt: skip
+        if precision != "none":
+            return precision == "tf32"
+    try:
+        return bool(matmul.allow_tf32)
+    except RuntimeError:
+        return False
+
+
+def _round_to_tf32(t: torch.Tensor) -> torch.Tensor:
+    """Round-to-nearest-even of FP32 values to TF32's 10 explicit mantissa bits."""
+    bits = t.contiguous().view(torch.int32)
+    bits = (bits + 0x0FFF + ((bits >> 13) & 1)) & ~0x1FFF
+    return bits.view(torch.float32).view(t.shape)
+
+
+def _tf32_operands(name: str, args: tuple) -> tuple:
+    args = list(args)
+    for i in _MATMULS[name]:
+        if args[i].dtype == torch.float32:
+            args[i] = _round_to_tf32(args[i])
+    return tuple(args)
 
 
 def _unwrap(x, inputs: list, cpu: list):
@@ -641,7 +679,9 @@ def install(gpu: str = "T4") -> None:
     # Triton compiles for the GPU it sees unless told to interpret: a rehearsal interprets.
     os.environ["TRITON_INTERPRET"] = "1"
     patch = _Patcher()
-    install_fake_gpu(patch, base, n_gpus=int(count or 1))
+    fake = install_fake_gpu(patch, base, n_gpus=int(count or 1))
+    global _TF32_HARDWARE
+    _TF32_HARDWARE = fake.capability >= (8, 0)
     cuda = torch.cuda
     for name, value in {
         "_lazy_init": lambda: None,
