@@ -18,12 +18,18 @@ def grouping(root):
 class FakeItem:
     """What the grouping reads of a collected test: its path, id and fixtures."""
 
-    def __init__(self, nodeid: str, path: Path, fixturenames=()):
+    def __init__(self, nodeid: str, path: Path, fixturenames=(), lab_run: Path | None = None):
         self.nodeid, self.path, self.fixturenames = nodeid, path, list(fixturenames)
         self.marks = []
+        self.lab_run = lab_run  # a test marked lab_run(path): a whole run of that lab
 
     def add_marker(self, mark):
         self.marks.append(mark)
+
+    def get_closest_marker(self, name):
+        if name == "lab_run" and self.lab_run is not None:
+            return pytest.mark.lab_run(self.lab_run).mark
+        return None
 
     @property
     def group(self):
@@ -50,6 +56,7 @@ def test_groups_stay_whole_and_go_first_longest_first(grouping, tmp_path):
         FakeItem("notebooks/long_lab.ipynb::Cell 0", long),
         FakeItem("notebooks/long_lab.ipynb::Cell 1", long),
         FakeItem("tests/test_browser.py::test_math", unit, ["book_html", "book_build"]),
+        FakeItem("tests/test_rehearsal.py::test_run[short_lab-T4]", unit, lab_run=short),
     ]
     grouping._group_for_workers(items)
     assert [(item.nodeid.split("/")[-1], item.group) for item in items] == [
@@ -59,6 +66,8 @@ def test_groups_stay_whole_and_go_first_longest_first(grouping, tmp_path):
         ("long_lab.ipynb::Cell 1", "notebooks/long_lab.ipynb"),
         ("short_lab.ipynb::Cell 0", "notebooks/short_lab.ipynb"),
         ("short_lab.ipynb::Cell 1", "notebooks/short_lab.ipynb"),
+        # a whole lab run is a group of its own, scheduled by its lab's run time
+        ("test_rehearsal.py::test_run[short_lab-T4]", items[-3].nodeid),
         ("test_unit.py::test_a", None),
         ("test_unit.py::test_b", None),
     ]
