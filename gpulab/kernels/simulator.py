@@ -290,7 +290,7 @@ def _barrier_message(threads, arrived, returned) -> str:
     first = arrived[0][0].describe().split(" of ")[1]
     if returned:
         return (
-            f"deadlock in {first}: {len(arrived)} of its {n} threads wait at the barrier at "
+            f"deadlock in {first}: {len(arrived)} of its {n} threads reached the barrier at "
             f"{sites[0]}, but {len(returned)} returned without reaching it (the first is "
             f"{returned[0][0].describe()}); on a GPU the block hangs or computes garbage. Every "
             "thread of a block must reach every cuda.syncthreads(): guard the memory accesses "
@@ -829,6 +829,10 @@ def _count(engine: _Engine) -> KernelCounts:
                 )
             else:
                 row.update(wavefronts=int(wavefronts[sel].sum()))
+            # Each block has its own copy of a shared array: their counts add up.
+            before = by_array.get((name, kind))
+            if before is not None:
+                row = {k: v if k == "space" else v + before[k] for k, v in row.items()}
             by_array[name, kind] = row
 
     glob = is_global[g_array] if n_groups else np.zeros(0, dtype=bool)
