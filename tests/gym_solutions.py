@@ -394,7 +394,7 @@ def attention_tiled(Q, K, V, O, n, d):
             m = m_new
     cuda.syncthreads()
     for c in range(D):
-        sQ[t, c] = acc[c] / denom if denom > 0 else float32(0.0)  # O's rows, staged in shared memory
+        sQ[t, c] = acc[c] / denom if denom > 0 else float32(0.0)  # O, staged in sQ
     cuda.syncthreads()
     for e in range(t, BR * D, BR):
         r, c = e // D, e % D
