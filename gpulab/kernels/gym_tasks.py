@@ -474,7 +474,7 @@ def _softmax_task(name: str, title: str, reads: int) -> Task:
         title=title,
         args=("x", "out", "rows", "cols"),
         shapes=((1, 1), (3, 100), (5, 33), (4, 256)),
-        describe=lambda s: f"{s[0]} rows x {s[1]} columns",
+        describe=lambda s: f"{s[0]} x {s[1]}",
         inputs=inputs,
         outputs=("out",),
         reference=lambda a: {"out": _softmax_rows(a["x"])},
