@@ -365,10 +365,24 @@ class GpuTiming:
         )
 
 
-def time_kernel_on_gpu(kernel, task, *, min_run_time_s: float = 0.2) -> GpuTiming:
+def time_kernel_on_gpu(
+    kernel, task, *, device: str = "cuda", min_run_time_s: float = 0.2
+) -> GpuTiming:
     """Time ``kernel`` (compiled by Numba) and torch's operation on the task's GPU shape.
 
     The kernel's result is checked against torch's first; a wrong one raises.
+
+    Parameters
+    ----------
+    kernel : function
+        The kernel in Numba's CUDA kernel language.
+    task : str or Task
+        The gym task.
+    device : str
+        Where the tensors live: ``"cuda"`` (the tests pass ``"cpu"`` with a stand-in for
+        Numba).
+    min_run_time_s : float
+        Seconds of measurement for each of the two timings, at least.
 
     Raises
     ------
@@ -385,7 +399,6 @@ def time_kernel_on_gpu(kernel, task, *, min_run_time_s: float = 0.2) -> GpuTimin
     compiled = ck.compile_for_gpu(kernel)
     shape = task.gpu_shape
     host = task.inputs(shape, np.random.default_rng(_SEED))
-    device = "cuda"
     tensors = {k: torch.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
                for k, v in host.items()}  # fmt: skip
     grid, block = task.launch(shape)

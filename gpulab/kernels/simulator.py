@@ -32,6 +32,7 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fas
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import linecache
 import re
@@ -318,6 +319,8 @@ def _greenlet_block(engine: _Engine, body: Callable[[], None], threads: list[_Th
             return
 
     glets = {t.linear: greenlet.greenlet(run, parent=main) for t in threads}
+    for g in glets.values():  # the caller's context (NumPy's error state) in every thread
+        g.gr_context = contextvars.copy_context()
 
     def wait(site: str) -> None:
         main.switch(site)
@@ -341,6 +344,7 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
     back = threading.Semaphore(0)
     box: dict = {"abort": False}
     workers: list[threading.Thread] = []
+    context = contextvars.copy_context()  # the caller's (NumPy's error state), for each thread
 
     def wait(site: str) -> None:
         me = engine.current.linear
@@ -355,7 +359,7 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
         if box["abort"]:
             return
         try:
-            body()
+            context.copy().run(body)
             box["result"] = ("done", None)
         except _Abort:
             return
