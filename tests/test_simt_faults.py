@@ -106,8 +106,11 @@ def test_a_barrier_some_threads_skip_is_a_deadlock():
         cuda.syncthreads()
         a[cuda.threadIdx.x] = 1.0
 
-    with pytest.raises(faults.BarrierError, match="3 of its 4 threads reached the barrier at "
-                       r"line 4 of early_exit \(`cuda.syncthreads\(\)`\), but 1 returned"):
+    with pytest.raises(
+        faults.BarrierError,
+        match="3 of its 4 threads reached the barrier at "
+        r"line 4 of early_exit \(`cuda.syncthreads\(\)`\), but 1 returned",
+    ):
         simulate(early_exit, 1, 4, np.zeros(4))  # a deadlock is reported strict or not
 
 

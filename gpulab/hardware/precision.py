@@ -64,5 +64,3 @@ def compute_bytes(precision: str) -> int:
     """
     choice("precision", precision, PRECISIONS)
     return _BYTES[precision]
-
-
