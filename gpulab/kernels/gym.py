@@ -306,6 +306,11 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
             lines.append(f"  {'met   ' if t.met else 'MISSED'} {t.name}: "
                          f"{_fmt(t.value, t.percent)} (target {sign} "
                          f"{_fmt(t.goal, t.percent)})")  # fmt: skip
+    if targets and counts.barriers:
+        blocks = task.launch(task.count_shape)[0]
+        blocks = blocks if isinstance(blocks, int) else int(np.prod(blocks))
+        per_block = counts.barriers // blocks
+        lines.append(f"  also counted: {per_block} barrier{'' if per_block == 1 else 's'} per block")
     if gpu:
         lines.append(f"  {gpu}")
     report = GradeReport(task.name, kernel.__name__, tuple(results), tuple(targets), counts,
