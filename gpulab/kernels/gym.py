@@ -310,7 +310,9 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
         blocks = task.launch(task.count_shape)[0]
         blocks = blocks if isinstance(blocks, int) else int(np.prod(blocks))
         per_block = counts.barriers // blocks
-        lines.append(f"  also counted: {per_block} barrier{'' if per_block == 1 else 's'} per block")
+        lines.append(
+            f"  also counted: {per_block} barrier{'' if per_block == 1 else 's'} per block"
+        )
     if gpu:
         lines.append(f"  {gpu}")
     report = GradeReport(task.name, kernel.__name__, tuple(results), tuple(targets), counts,
