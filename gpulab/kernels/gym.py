@@ -264,8 +264,8 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     flag("quiet", quiet)
     head = f"Kernel gym, task {task.name!r}: {task.title}"
     if kernel is None:
-        lines = (head, "Not answered yet: write the kernel, set answer to it, and run this "
-                 "cell again.")  # fmt: skip
+        lines = (f"{head}: no kernel yet (write it in the cell above, set answer to it, and "
+                 "run this cell again)",)  # fmt: skip
         report = GradeReport(task.name, "", (), (), None, lines=lines)
         if not quiet:
             print(report)

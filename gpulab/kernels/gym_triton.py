@@ -336,8 +336,9 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
     spec = TRITON_TASKS[task]
     head = f"Kernel gym, task {spec.name!r}: {spec.title}"
     if kernel is None:
-        report = TritonReport(spec.name, "", (), (head, "Not answered yet: write the kernel, "
-                              "set answer to it, and run this cell again."))  # fmt: skip
+        line = (f"{head}: no kernel yet (write it in the cell above, set answer to it, and "
+                "run this cell again)")  # fmt: skip
+        report = TritonReport(spec.name, "", (), (line,))
         if not quiet:
             print(report)
         return report
