@@ -133,7 +133,12 @@ def test_wrong_kernels_are_caught_with_the_right_sentence(kernel, task, sentence
     assert not report.passed
     assert sentence in report.first_problem, report.first_problem
     text = str(report)
-    assert "Traceback" not in text and text.splitlines()[-1].startswith("To change first: ")
+    assert "Traceback" not in text and "\nTo change first: " in text
+    verdict = text[text.index("To change first: ") :]
+    assert all(len(line) <= 88 for line in verdict.splitlines())  # wrapped for the page
+    assert " ".join(line.strip() for line in verdict.splitlines()) == (
+        f"To change first: {report.first_problem}."
+    )
 
 
 def test_the_wrong_kernels_cover_every_task_and_every_kind_of_bug():

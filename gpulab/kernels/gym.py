@@ -30,6 +30,7 @@ Examples
 from __future__ import annotations
 
 import datetime
+import textwrap
 import traceback
 import types
 from dataclasses import dataclass, field
@@ -322,7 +323,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
         if report.passed
         else f"To change first: {report.first_problem}."
     )
-    lines.append(verdict)
+    lines.append(textwrap.fill(verdict, width=88, subsequent_indent="  "))
     report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
                          counts, gpu, tuple(lines))  # fmt: skip
     if not quiet:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import datetime
 import math
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -363,7 +364,8 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
         gpu = _time_on_gpu(kernel, spec)
         lines.append(f"  {gpu}")
     first = next((p for p in problems if p), "")
-    lines.append("Passed: right on every shape." if not first else f"To change first: {first}.")
+    verdict = "Passed: right on every shape." if not first else f"To change first: {first}."
+    lines.append(textwrap.fill(verdict, width=88, subsequent_indent="  "))
     report = TritonReport(spec.name, name, problems, tuple(lines), gpu)
     if not quiet:
         print(report)
