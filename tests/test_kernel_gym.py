@@ -135,7 +135,7 @@ def test_wrong_kernels_are_caught_with_the_right_sentence(kernel, task, sentence
     text = str(report)
     assert "Traceback" not in text and "\nTo change first: " in text
     verdict = text[text.index("To change first: ") :]
-    assert all(len(line) <= 88 for line in verdict.splitlines())  # wrapped for the page
+    assert all(len(line) <= gym.WRAP for line in verdict.splitlines())  # wrapped for the page
     assert " ".join(line.strip() for line in verdict.splitlines()) == (
         f"To change first: {report.first_problem}."
     )
@@ -202,8 +202,8 @@ def test_a_missing_answer_and_a_wrong_signature_are_said_not_raised(capsys):
     report = gym.grade_kernel(None, "copy")
     assert report.score is None and not report.passed
     assert capsys.readouterr().out == (
-        "Kernel gym, task 'copy': A copy, four elements per thread: no kernel yet (write it in "
-        "the cell above, set answer to it, and run this cell again)\n"
+        "Kernel gym, task 'copy': no kernel yet; write it above, set answer to it, run this "
+        "cell again.\n"
     )
 
     def two(src, dst):

@@ -53,6 +53,7 @@ __all__ = [
 ]
 
 _SEED = 0
+WRAP = 76  #: characters per line of a report: an output box of the book is about 78 wide
 
 
 @dataclass(frozen=True)
@@ -263,10 +264,9 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     task = get_task(task)
     flag("time_on_gpu", time_on_gpu)
     flag("quiet", quiet)
-    head = f"Kernel gym, task {task.name!r}: {task.title}"
     if kernel is None:
-        lines = (f"{head}: no kernel yet (write it in the cell above, set answer to it, and "
-                 "run this cell again)",)  # fmt: skip
+        lines = (f"Kernel gym, task {task.name!r}: no kernel yet; write it above, set answer "
+                 "to it, run this cell again.",)  # fmt: skip
         report = GradeReport(task.name, "", (), (), None, lines=lines)
         if not quiet:
             print(report)
@@ -296,7 +296,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     gpu = ""
     if time_on_gpu and all(r.ok for r in results):
         gpu = time_on_gpu_line(kernel, task)
-    lines = [f"{head} ({kernel.__name__})"]
+    lines = [f"Kernel gym: {kernel.__name__} on task {task.name!r}"]
     for r in results:
         lines.append(f"  {'right' if r.ok else 'WRONG'}  {r.shape}")
     if targets:
@@ -323,7 +323,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
         if report.passed
         else f"To change first: {report.first_problem}."
     )
-    lines.append(textwrap.fill(verdict, width=88, subsequent_indent="  "))
+    lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
     report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
                          counts, gpu, tuple(lines))  # fmt: skip
     if not quiet:

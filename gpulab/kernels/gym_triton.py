@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpulab._checks import flag, wrong_type
+from gpulab.kernels.gym import WRAP
 
 __all__ = [
     "TRITON_TASKS",
@@ -335,10 +336,9 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
         raise ValueError(f"task={task!r} is not a Triton gym task; one of {sorted(TRITON_TASKS)}")
     flag("quiet", quiet)
     spec = TRITON_TASKS[task]
-    head = f"Kernel gym, task {spec.name!r}: {spec.title}"
+    head = f"Kernel gym, task {spec.name!r}"
     if kernel is None:
-        line = (f"{head}: no kernel yet (write it in the cell above, set answer to it, and "
-                "run this cell again)")  # fmt: skip
+        line = f"{head}: no kernel yet; write it above, set answer to it, run this cell again."
         report = TritonReport(spec.name, "", (), (line,))
         if not quiet:
             print(report)
@@ -356,7 +356,7 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
     rng = np.random.default_rng(_SEED)
     problems = tuple(_run_shape(kernel, spec, s, rng, device) for s in spec.shapes)
     where = "interpreted on the CPU" if device == "cpu" else "compiled on the GPU"
-    lines = [f"{head} ({name}, {where})"]
+    lines = [f"Kernel gym: {name} on task {spec.name!r}, {where}"]
     lines += [f"  {'WRONG' if p else 'right'}  {spec.describe(s)}" for p, s in zip(
         problems, spec.shapes, strict=True)]  # fmt: skip
     gpu = ""
@@ -365,7 +365,7 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
         lines.append(f"  {gpu}")
     first = next((p for p in problems if p), "")
     verdict = "Passed: right on every shape." if not first else f"To change first: {first}."
-    lines.append(textwrap.fill(verdict, width=88, subsequent_indent="  "))
+    lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
     report = TritonReport(spec.name, name, problems, tuple(lines), gpu)
     if not quiet:
         print(report)
