@@ -336,3 +336,28 @@ def test_the_reduction_target_is_a_fraction_between_the_two_trees():
         639 / (79 * 32),
     )
     assert np.isclose(639 / (34 * 32), 0.587, atol=1e-3)
+
+
+@pytest.mark.parametrize("cc", [(7, 5), (9, 0)])
+def test_the_worked_kernels_compile_with_numba_for_sm75_and_sm90(cc):
+    cuda = pytest.importorskip("numba.cuda", reason="Numba is not installed")
+    f1, f2 = "float32[:]", "float32[:,:]"
+    signatures = {
+        "copy": f"void({f1}, {f1}, int64)",
+        "transpose": f"void({f2}, {f2}, int64, int64)",
+        "reduce": f"void({f1}, {f1}, int64)",
+        "matmul": f"void({f2}, {f2}, {f2}, int64, int64, int64)",
+        "matmul_coarse": f"void({f2}, {f2}, {f2}, int64, int64, int64)",
+        "softmax": f"void({f2}, {f2}, int64, int64)",
+        "online_softmax": f"void({f2}, {f2}, int64, int64)",
+        "attention": f"void({f2}, {f2}, {f2}, {f2}, int64, int64)",
+    }
+    for task, kernel in sol.SOLUTIONS.items():
+        try:
+            ptx, _ = cuda.compile_ptx(kernel, signatures[task], cc=cc)
+        except Exception as exc:  # no NVVM library on this machine
+            if "NVVM" in str(exc) or "libNVVM" in str(exc):
+                pytest.skip(f"Numba finds no NVVM to compile with: {exc}")
+            raise
+        assert f".target sm_{cc[0]}{cc[1]}" in ptx
+        assert ("bar.sync" in ptx) == (task != "copy"), task  # a barrier where one is written

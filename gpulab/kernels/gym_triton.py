@@ -70,6 +70,9 @@ class TritonTask:
         ``torch_op(tensors) -> tensor``: torch's own operation, for timing on a GPU.
     gpu_shape : tuple
         The shape timed on a GPU.
+    compiled_tolerance : float
+        Relative and absolute tolerance where the kernel is compiled for a GPU: ``tl.dot``
+        on FP32 tiles uses TF32 there (10 bits of mantissa), not FP32 as the interpreter.
     """
 
     name: str
@@ -85,6 +88,7 @@ class TritonTask:
     guard: int
     torch_op: Callable[[dict], object]
     gpu_shape: tuple
+    compiled_tolerance: float = 1e-4
 
 
 def _random(rng, *shape, scale: float = 1.0) -> np.ndarray:
@@ -178,6 +182,7 @@ def _attention_task() -> TritonTask:
             t["q_ptr"][None], t["k_ptr"][None], t["v_ptr"][None]
         )[0],
         gpu_shape=(4096,),
+        compiled_tolerance=2e-2,  # TF32 in tl.dot: as tests/test_kernels_triton.py allows
     )
 
 
@@ -254,7 +259,8 @@ def _run_shape(kernel, task: TritonTask, shape, rng, device: str) -> str:
     expected = task.reference(host)
     for name in task.outputs:
         got = tensors[name].cpu().numpy().astype(np.float64)
-        bad = ~np.isclose(got, expected[name], rtol=1e-4, atol=1e-5)
+        tol = 1e-4 if device == "cpu" else task.compiled_tolerance
+        bad = ~np.isclose(got, expected[name], rtol=tol, atol=tol / 10)
         if bad.any():
             first = tuple(int(i) for i in np.argwhere(bad)[0])
             where = f"{name}[{', '.join(str(i) for i in first)}]"
