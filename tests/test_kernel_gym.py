@@ -361,3 +361,9 @@ def test_the_worked_kernels_compile_with_numba_for_sm75_and_sm90(cc):
             raise
         assert f".target sm_{cc[0]}{cc[1]}" in ptx
         assert ("bar.sync" in ptx) == (task != "copy"), task  # a barrier where one is written
+
+
+def test_the_report_knows_its_blocks_for_counts_per_block(reports):
+    assert reports["reduce"].blocks == 1024 // 128
+    assert reports["matmul"].blocks == 2 * 2  # a 2 x 2 grid of 16 x 16 tiles for n = 32
+    assert "also counted: 8 barriers per block" in str(reports["reduce"])

@@ -96,6 +96,8 @@ class GradeReport:
         The simulator's counts on the count shape.
     gpu : str
         The GPU timing, labelled as a measurement ('' when not timed).
+    blocks : int
+        Blocks in the launch of the count shape (for counts per block).
     """
 
     task: str
@@ -105,6 +107,7 @@ class GradeReport:
     counts: KernelCounts | None
     gpu: str = ""
     lines: tuple[str, ...] = field(default=(), repr=False)
+    blocks: int = 0
 
     @property
     def answered(self) -> bool:
@@ -307,9 +310,9 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
             lines.append(f"  {'met   ' if t.met else 'MISSED'} {t.name}: "
                          f"{_fmt(t.value, t.percent)} (target {sign} "
                          f"{_fmt(t.goal, t.percent)})")  # fmt: skip
+    grid = task.launch(task.count_shape)[0]
+    blocks = grid if isinstance(grid, int) else int(np.prod(grid))
     if targets and counts.barriers:
-        blocks = task.launch(task.count_shape)[0]
-        blocks = blocks if isinstance(blocks, int) else int(np.prod(blocks))
         per_block = counts.barriers // blocks
         lines.append(
             f"  also counted: {per_block} barrier{'' if per_block == 1 else 's'} per block"
@@ -325,7 +328,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     )
     lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
     report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
-                         counts, gpu, tuple(lines))  # fmt: skip
+                         counts, gpu, tuple(lines), blocks)  # fmt: skip
     if not quiet:
         print(report)
     return report
