@@ -130,7 +130,8 @@ class OverheadModel:
         times_s = _numbers("times_s", times_s, positive=True)
         if len(sizes) != len(times_s):
             raise ValueError(
-                f"sizes and times_s must have the same length, not {len(sizes)} and {len(times_s)}"
+                f"sizes and times_s must have the same length, not {len(sizes)} and "
+                f"{len(times_s)}"
             )
         if len(set(sizes)) < 2:
             raise ValueError(f"sizes={sizes!r} must hold at least two different sizes")

@@ -370,6 +370,8 @@ def predict_time(
     return _ceilings(spec, precision).predict(flops, n_bytes)
 
 
+
+
 def measure_ceilings(
     device=None,
     precision: str = "fp32",

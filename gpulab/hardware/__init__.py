@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from gpulab._lazy import submodule_loader
 
-_MODULES = ("interconnects", "memory_ladder", "precision", "sm", "specs")
+_MODULES = ('interconnects', 'memory_ladder', 'precision', 'sm', 'specs')
 
 
 __getattr__, __dir__ = submodule_loader(__name__, _MODULES)

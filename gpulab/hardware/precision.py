@@ -64,3 +64,5 @@ def compute_bytes(precision: str) -> int:
     """
     choice("precision", precision, PRECISIONS)
     return _BYTES[precision]
+
+

@@ -217,7 +217,9 @@ def benchmark(
     return BenchResult(tuple(measurement.times), measurement.number_per_run, label, "torch")
 
 
-def _benchmark_cupy(fn: Callable[[], object], label: str, warmup: int, repeats: int) -> BenchResult:
+def _benchmark_cupy(
+    fn: Callable[[], object], label: str, warmup: int, repeats: int
+) -> BenchResult:
     try:
         from cupyx.profiler import benchmark as cupy_benchmark
     except ImportError as exc:

@@ -115,7 +115,9 @@ def _checked_rows(rows) -> list:
     found = list(rows)
     for i, row in enumerate(found):
         if not all(hasattr(row, a) for a in _ROW_ATTRIBUTES):
-            raise wrong_type(f"rows[{i}]", row, "a row of prof.key_averages() (a FunctionEventAvg)")
+            raise wrong_type(
+                f"rows[{i}]", row, "a row of prof.key_averages() (a FunctionEventAvg)"
+            )
     if not found:
         raise ValueError("rows=[] holds no rows: profile some work first")
     return found
@@ -224,4 +226,6 @@ def region_times(rows, labels: Sequence[str], *, device=None) -> RegionTimes:
     else:
         matmul_us = sum(row.self_cpu_time_total for row in matmuls)
         clock = "host"
-    return RegionTimes({label: host_us[label] / 1e6 for label in wanted}, matmul_us / 1e6, clock)
+    return RegionTimes(
+        {label: host_us[label] / 1e6 for label in wanted}, matmul_us / 1e6, clock
+    )
