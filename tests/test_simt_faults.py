@@ -192,3 +192,23 @@ def test_hazard_tracker_orders_only_by_barriers_within_a_block():
     assert h.access("t", 0, block=0, epoch=0, thread=1, write=True) is None
     assert h.access("t", 0, block=0, epoch=1, thread=2, write=True) is None  # after a barrier
     assert h.access("t", 0, block=1, epoch=2, thread=2, write=False) == (0, 2, True)
+
+
+def test_a_kernel_that_never_ends_is_stopped_in_strict_mode(monkeypatch):
+    from gpulab.kernels import simulator
+
+    def forgot_to_halve(x, out, n):
+        s = cuda.shared.array(4, float32)
+        tid = cuda.threadIdx.x
+        s[tid] = x[tid]
+        cuda.syncthreads()
+        step = 2
+        while step > 0:  # step is never halved
+            if tid < step:
+                s[tid] += s[tid + step]
+            cuda.syncthreads()
+        out[0] = s[0]
+
+    monkeypatch.setattr(simulator, "STRICT_STEP_LIMIT", 1000)  # the default takes a minute
+    with pytest.raises(faults.EndlessError, match="more than 1,000 memory accesses and barrier"):
+        simulate(forgot_to_halve, 1, 4, np.ones(4), np.zeros(1), 4, strict=True)

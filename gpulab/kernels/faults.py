@@ -12,7 +12,8 @@ uses) it therefore watches what a GPU could not promise:
   end; CUDA C reads whatever lies before the array);
 * a **barrier not reached by every thread** of a block (on a GPU the block hangs or
   computes garbage), or threads waiting at different barriers;
-* a part of CUDA the simulator does not model (warp shuffles, for example).
+* a part of CUDA the simulator does not model (warp shuffles, for example);
+* a kernel that seems never to end (more memory accesses and barrier waits than a limit).
 
 Each is raised as a :class:`KernelFault` whose message is one or two sentences for the
 learner, naming the thread, the line of the kernel and what to change.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 __all__ = [
     "BarrierError",
+    "EndlessError",
     "HazardTracker",
     "KernelFault",
     "OutOfBoundsError",
@@ -38,7 +40,7 @@ class KernelFault(Exception):
     Attributes
     ----------
     kind : str
-        ``"race"``, ``"out of bounds"``, ``"barrier"`` or ``"unsupported"``.
+        ``"race"``, ``"out of bounds"``, ``"barrier"``, ``"endless"`` or ``"unsupported"``.
     """
 
     kind = "fault"
@@ -60,6 +62,12 @@ class BarrierError(KernelFault):
     """A barrier that not every thread of the block reached (a deadlock on a GPU)."""
 
     kind = "barrier"
+
+
+class EndlessError(KernelFault):
+    """A kernel that made more accesses than the simulator's limit: an endless loop?"""
+
+    kind = "endless"
 
 
 class UnsupportedError(KernelFault, NotImplementedError):

@@ -48,6 +48,7 @@ import numpy as np
 from gpulab._checks import flag, fraction, non_negative_int, positive_int, wrong_type
 from gpulab.kernels.faults import (
     BarrierError,
+    EndlessError,
     HazardTracker,
     OutOfBoundsError,
     RaceError,
@@ -68,6 +69,9 @@ __all__ = [
     "WARP_SIZE",
 ]
 
+#: In strict mode, the memory accesses and barrier waits a kernel may make before the
+#: simulator calls it endless: about a minute of simulation, far more than any gym task needs.
+STRICT_STEP_LIMIT = 5_000_000
 _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capability 2.0
 WARP_SIZE = 32  #: threads per warp on every NVIDIA GPU
 SECTOR_BYTES = 32  #: the unit in which L1/L2 move global memory
@@ -191,6 +195,7 @@ class _Engine:
         self.barriers = 0  # barriers passed, summed over blocks
         self.atomics = 0  # atomic operations by single threads
         self.hazards = HazardTracker() if strict else None
+        self.steps_left = STRICT_STEP_LIMIT  # accesses and barrier waits, counted when strict
         self._wait: Callable | None = None  # the running block's barrier
 
     def add_array(self, name: str, space: str, itemsize: int) -> int:
@@ -204,8 +209,20 @@ class _Engine:
         t.seen[key] = occurrence + 1
         self.log.append((array_id, t.block, t.warp, t.lane, line, write, occurrence, byte))
 
+    def step(self, frame) -> None:
+        """Count one access or barrier wait; stop a kernel that seems never to end."""
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise EndlessError(
+                f"the kernel made more than {STRICT_STEP_LIMIT:,} memory accesses and barrier "
+                f"waits; {self.current.describe()} was at {_site(frame)}: look for a loop "
+                "whose condition never changes (a step that is never halved, an index never "
+                "advanced)"
+            )
+
     def check_hazard(self, array, byte: int, idx, write: bool, frame) -> None:
         """Raise :class:`RaceError` where this access races with another thread's."""
+        self.step(frame)
         t = self.current
         other = self.hazards.access(
             array._id, byte, block=t.block, epoch=self.epoch, thread=t.linear, write=write
@@ -272,8 +289,10 @@ class _Engine:
         finally:
             stop()
 
-    def syncthreads(self, site: str) -> None:
+    def syncthreads(self, site: str, frame) -> None:
         """A barrier: outside a block with barriers every thread runs on on its own."""
+        if self.strict:
+            self.step(frame)
         if self._wait is not None:
             me = self.current
             self._wait(site)
@@ -636,7 +655,8 @@ class _SimCuda:
         return xyz[0] if ndim == 1 else xyz[:ndim]
 
     def syncthreads(self) -> None:
-        self._engine.syncthreads(_site(sys._getframe(1)))
+        frame = sys._getframe(1)
+        self._engine.syncthreads(_site(frame), frame)
 
 
 def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
