@@ -13,6 +13,12 @@ and the launch arithmetic.
 * :mod:`gpulab.kernels.triton_kernels`: block-level kernels in Triton (vector add, fused
   softmax, tiled matmul, fused bias + GELU). They run under Triton's interpreter
   (``TRITON_INTERPRET=1``) on a CPU and are compiled on a GPU.
+* :mod:`gpulab.kernels.faults`: the bugs strict simulation reports (races, out-of-bounds
+  indices, barriers not every thread reaches, unsupported parts of CUDA);
+* the kernel gym: :mod:`gpulab.kernels.gym_tasks` (what each task's kernel must compute and
+  count), :mod:`gpulab.kernels.gym` (``grade_kernel``: run, check, count, advise) and
+  :mod:`gpulab.kernels.gym_triton` (``grade_triton`` for the Triton steps). The worked
+  solutions are in the gym labs, not here.
 
 ``import gpulab`` imports none of them.
 """
@@ -21,7 +27,17 @@ from __future__ import annotations
 
 from gpulab._lazy import submodule_loader
 
-_MODULES = ("cuda_kernels", "occupancy", "simulator", "tiling", "triton_kernels")
+_MODULES = (
+    "cuda_kernels",
+    "faults",
+    "gym",
+    "gym_tasks",
+    "gym_triton",
+    "occupancy",
+    "simulator",
+    "tiling",
+    "triton_kernels",
+)
 
 
 __getattr__, __dir__ = submodule_loader(__name__, _MODULES)

@@ -20,7 +20,11 @@ Two ways in, one simulator underneath:
 Scheduling is deterministic: the threads of a block run one at a time, in thread order,
 from one barrier (``cuda.syncthreads()``) to the next. That is one legal schedule of many,
 so a kernel that forgets a barrier fails here every time, where a GPU might get the answer
-right by luck.
+right by luck. With ``strict=True`` the simulator also reports what that schedule hides:
+races, negative indices and barriers that not every thread reaches
+(:mod:`gpulab.kernels.faults`). Blocks with barriers run their threads as greenlets where
+the ``greenlet`` package is installed (fast), as operating-system threads otherwise; the
+counts are the same.
 
 See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fast kernel"
 (``book/kernels.md``).
@@ -28,6 +32,7 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fas
 
 from __future__ import annotations
 
+import contextvars
 import itertools
 import linecache
 import re
@@ -41,6 +46,14 @@ from numbers import Integral
 import numpy as np
 
 from gpulab._checks import flag, fraction, non_negative_int, positive_int, wrong_type
+from gpulab.kernels.faults import (
+    BarrierError,
+    EndlessError,
+    HazardTracker,
+    OutOfBoundsError,
+    RaceError,
+    UnsupportedError,
+)
 
 __all__ = [
     "Dim3",
@@ -56,6 +69,9 @@ __all__ = [
     "WARP_SIZE",
 ]
 
+#: In strict mode, the memory accesses and barrier waits a kernel may make before the
+#: simulator calls it endless: about a minute of simulation, far more than any gym task needs.
+STRICT_STEP_LIMIT = 5_000_000
 _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capability 2.0
 WARP_SIZE = 32  #: threads per warp on every NVIDIA GPU
 SECTOR_BYTES = 32  #: the unit in which L1/L2 move global memory
@@ -137,17 +153,50 @@ class _Thread:
         self.warp, self.lane = divmod(linear, WARP_SIZE)
         self.seen: dict = {}
 
+    def describe(self) -> str:
+        """``thread (3, 0) of block (1, 0)``: as many dimensions as the launch uses."""
+        ctx = self.ctx
+
+        def show(idx: Dim3, dims: Dim3) -> str:
+            n = 3 if dims.z > 1 else 2 if dims.y > 1 else 1
+            values = (idx.x, idx.y, idx.z)[:n]
+            return str(values[0]) if n == 1 else str(values)
+
+        return (
+            f"thread {show(ctx.threadIdx, ctx.blockDim)} of block {show(ctx.blockIdx, ctx.gridDim)}"
+        )
+
+
+class _Abort(BaseException):
+    """Unwinds a waiting thread of a block that will not go on (not an Exception: a
+    kernel's own ``except Exception`` does not catch it)."""
+
+
+def _site(frame) -> str:
+    """``line 4 of copy (`dst[i] = src[i]`)``: where a frame is, for a learner."""
+    code = frame.f_code
+    line = frame.f_lineno - code.co_firstlineno + 1
+    text = linecache.getline(code.co_filename, frame.f_lineno).split("  #")[0].strip()
+    return f"line {line} of {code.co_name}" + (f" (`{text}`)" if text else "")
+
 
 class _Engine:
     """Runs thread bodies block by block, one thread at a time, and keeps the access log."""
 
-    def __init__(self, grid: Dim3, block: Dim3, trace: bool) -> None:
+    def __init__(self, grid: Dim3, block: Dim3, trace: bool, strict: bool = False) -> None:
         self.grid, self.block = grid, block
         self.trace = trace
+        self.strict = strict
         self.current: _Thread | None = None
         self.log: list[tuple] = []  # (array id, block, warp, lane, line, write, occurrence, byte)
         self.arrays: list[tuple[str, str, int]] = []  # array id -> (name, space, itemsize)
         self.shared: dict = {}  # this block's shared arrays, by call site
+        self.epoch = 0  # barriers this block has passed
+        self.barriers = 0  # barriers passed, summed over blocks
+        self.atomics = 0  # atomic operations by single threads
+        self.hazards = HazardTracker() if strict else None
+        self.steps_left = STRICT_STEP_LIMIT  # accesses and barrier waits, counted when strict
+        self._wait: Callable | None = None  # the running block's barrier
 
     def add_array(self, name: str, space: str, itemsize: int) -> int:
         self.arrays.append((name, space, itemsize))
@@ -160,6 +209,45 @@ class _Engine:
         t.seen[key] = occurrence + 1
         self.log.append((array_id, t.block, t.warp, t.lane, line, write, occurrence, byte))
 
+    def step(self, frame) -> None:
+        """Count one access or barrier wait; stop a kernel that seems never to end."""
+        self.steps_left -= 1
+        if self.steps_left < 0:
+            raise EndlessError(
+                f"the kernel made more than {STRICT_STEP_LIMIT:,} memory accesses and barrier "
+                f"waits; {self.current.describe()} was at {_site(frame)}: look for a loop "
+                "whose condition never changes (a step that is never halved, an index never "
+                "advanced)"
+            )
+
+    def check_hazard(self, array, byte: int, idx, write: bool, frame) -> None:
+        """Raise :class:`RaceError` where this access races with another thread's."""
+        self.step(frame)
+        t = self.current
+        other = self.hazards.access(
+            array._id, byte, block=t.block, epoch=self.epoch, thread=t.linear, write=write
+        )
+        if other is None:
+            return
+        block, thread, wrote = other
+        if thread == -2:
+            who = "other threads" + (" of other blocks" if block != t.block else "")
+        else:
+            who = "another thread" if block == t.block else "a thread of another block"
+        done = "wrote" if wrote else "read"
+        name = self.arrays[array._id][0]
+        fix = (
+            "put cuda.syncthreads() between the write and the reads, and between the last "
+            "read and the next write"
+            if self.arrays[array._id][1] == "shared"
+            else "give every thread its own element to write, or use cuda.atomic.add"
+        )
+        raise RaceError(
+            f"race on {name}{_index_text(idx)}: {t.describe()} "
+            f"{'writes' if write else 'reads'} it at {_site(frame)}, and {who} {done} it "
+            f"with no barrier between them, so on a GPU the result depends on timing; {fix}."
+        )
+
     def run(self, body: Callable[[], None], barriers: bool) -> None:
         for b, block_idx in enumerate(_indices(self.grid)):
             threads = [
@@ -167,6 +255,7 @@ class _Engine:
                 for i, thread_idx in enumerate(_indices(self.block))
             ]
             self.shared = {}
+            self.epoch = 0
             if barriers:
                 self._run_with_barriers(threads, body)
             else:
@@ -175,54 +264,150 @@ class _Engine:
                     body()
         self.current = None
 
-    # A block whose kernel calls syncthreads: one OS thread per CUDA thread, but a baton
-    # lets exactly one run at a time, in thread order, from barrier to barrier.
+    # A block whose kernel calls syncthreads runs in phases: every waiting thread, in thread
+    # order, runs until it reaches a barrier or returns; then the next phase starts. Each
+    # thread is a greenlet (or an OS thread) that the loop below resumes one at a time.
     def _run_with_barriers(self, threads: list[_Thread], body: Callable[[], None]) -> None:
-        gates = [threading.Semaphore(0) for _ in threads]
-        done = threading.Semaphore(0)
-        state = {"order": list(range(len(threads))), "pos": 0, "waiting": [], "error": None}
+        resume, stop = _greenlet_block(self, body, threads) or _os_thread_block(self, body)
+        try:
+            waiting = list(threads)
+            returned: list[_Thread] = []
+            while waiting:
+                arrived = []
+                for t in waiting:
+                    self.current = t
+                    site = resume(t)
+                    (returned if site is None else arrived).append((t, site))
+                if not arrived:
+                    break
+                sites = {site for _, site in arrived}
+                if returned or len(sites) > 1:
+                    raise BarrierError(_barrier_message(threads, arrived, returned))
+                self.epoch += 1
+                self.barriers += 1
+                waiting = [t for t, _ in arrived]
+        finally:
+            stop()
 
-        def hand_on() -> None:
-            state["pos"] += 1
-            if state["pos"] == len(state["order"]):
-                if not state["waiting"]:
-                    done.release()
-                    return
-                state["order"], state["waiting"], state["pos"] = state["waiting"], [], 0
-            gates[state["order"][state["pos"]]].release()
-
-        def syncthreads() -> None:
+    def syncthreads(self, site: str, frame) -> None:
+        """A barrier: outside a block with barriers every thread runs on on its own."""
+        if self.strict:
+            self.step(frame)
+        if self._wait is not None:
             me = self.current
-            state["waiting"].append(me.linear)
-            hand_on()
-            gates[me.linear].acquire()
+            self._wait(site)
             self.current = me
 
-        def worker(i: int) -> None:
-            gates[i].acquire()
-            self.current = threads[i]
-            try:
-                body()
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
-                state["error"] = state["error"] or exc
-            finally:
-                hand_on()
 
-        self.syncthreads = syncthreads
-        workers = [
-            threading.Thread(target=worker, args=(i,), daemon=True) for i in range(len(threads))
-        ]
-        for w in workers:
-            w.start()
-        gates[0].release()
-        done.acquire()
+def _index_text(idx) -> str:
+    idx = idx if isinstance(idx, tuple) else (idx,)
+    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+
+
+def _barrier_message(threads, arrived, returned) -> str:
+    n = len(threads)
+    sites = sorted({site for _, site in arrived})
+    first = arrived[0][0].describe().split(" of ")[1]
+    if returned:
+        return (
+            f"deadlock in {first}: {len(arrived)} of its {n} threads reached the barrier at "
+            f"{sites[0]}, but {len(returned)} returned without reaching it (the first is "
+            f"{returned[0][0].describe()}); on a GPU the block hangs or computes garbage. Every "
+            "thread of a block must reach every cuda.syncthreads(): guard the memory accesses "
+            "with `if`, not the barrier, and do not `return` early."
+        )
+    return (
+        f"deadlock in {first}: its threads wait at different barriers ({' and '.join(sites)}); "
+        "on a GPU the block hangs or computes garbage. Every thread of a block must reach the "
+        "same cuda.syncthreads() calls in the same order: take them out of the `if`."
+    )
+
+
+def _greenlet_block(engine: _Engine, body: Callable[[], None], threads: list[_Thread]):
+    """(resume, stop) with each CUDA thread as a greenlet, or None without ``greenlet``."""
+    try:
+        import greenlet
+    except ImportError:  # optional: OS threads do the same, more slowly
+        return None
+    main = greenlet.getcurrent()
+
+    def run() -> None:
+        try:
+            body()
+        except _Abort:  # stop() unwinds a thread left waiting at a barrier
+            return
+
+    glets = {t.linear: greenlet.greenlet(run, parent=main) for t in threads}
+    for g in glets.values():  # the caller's context (NumPy's error state) in every thread
+        g.gr_context = contextvars.copy_context()
+
+    def wait(site: str) -> None:
+        main.switch(site)
+
+    def resume(t: _Thread):
+        return glets[t.linear].switch()  # the barrier's site, or None when it returned
+
+    def stop() -> None:
+        engine._wait = None
+        for g in glets.values():
+            if g and not g.dead:
+                g.throw(_Abort)
+
+    engine._wait = wait
+    return resume, stop
+
+
+def _os_thread_block(engine: _Engine, body: Callable[[], None]):
+    """(resume, stop) with each CUDA thread as an OS thread that runs only when resumed."""
+    gates: dict[int, threading.Semaphore] = {}
+    back = threading.Semaphore(0)
+    box: dict = {"abort": False}
+    workers: list[threading.Thread] = []
+    context = contextvars.copy_context()  # the caller's (NumPy's error state), for each thread
+
+    def wait(site: str) -> None:
+        me = engine.current.linear
+        box["result"] = ("barrier", site)
+        back.release()
+        gates[me].acquire()
+        if box["abort"]:
+            raise _Abort
+
+    def worker(i: int) -> None:
+        gates[i].acquire()
+        if box["abort"]:
+            return
+        try:
+            context.copy().run(body)
+            box["result"] = ("done", None)
+        except _Abort:
+            return
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["result"] = ("error", exc)
+        back.release()
+
+    def resume(t: _Thread):
+        if t.linear not in gates:
+            gates[t.linear] = threading.Semaphore(0)
+            workers.append(threading.Thread(target=worker, args=(t.linear,), daemon=True))
+            workers[-1].start()
+        gates[t.linear].release()
+        back.acquire()
+        kind, value = box["result"]
+        if kind == "error":
+            raise value
+        return value if kind == "barrier" else None
+
+    def stop() -> None:
+        engine._wait = None
+        box["abort"] = True
+        for gate in gates.values():
+            gate.release()
         for w in workers:
             w.join()
-        if state["error"] is not None:
-            raise state["error"]
 
-    def syncthreads(self) -> None:  # replaced while a block with barriers runs
-        """Outside a block with barriers every thread runs to the end on its own."""
+    engine._wait = wait
+    return resume, stop
 
 
 def _allocation_offset(array: np.ndarray) -> int:
@@ -285,16 +470,84 @@ class _TracedArray:
             for i, n, s in zip(idx, self.shape, self._strides, strict=False)
         )
 
+    def _refuse(self, idx, write: bool, frame) -> OutOfBoundsError | None:
+        """The error for an index outside the array (negative ones too), or None."""
+        parts = idx if isinstance(idx, tuple) else (idx,)
+        if not all(isinstance(i, Integral) for i in parts):
+            return None  # a slice or a float: NumPy's own error says more
+        bad = len(parts) != self.ndim or any(
+            not 0 <= int(i) < n for i, n in zip(parts, self.shape, strict=False)
+        )
+        if not bad:
+            return None
+        name = self._engine.arrays[self._id][0]
+        negative = any(int(i) < 0 for i in parts)
+        why = (
+            "a negative index reads from the end in Python and Numba, and before the array in "
+            "CUDA C: compute an index of 0 or more"
+            if negative
+            else "guard the access with an `if` on the index (threads past the end must not "
+            "touch memory)"
+        )
+        return OutOfBoundsError(
+            f"out of bounds: {self._engine.current.describe()} "
+            f"{'writes' if write else 'reads'} {name}{_index_text(idx)} at {_site(frame)}, "
+            f"but {name} has shape {self.shape}; {why}."
+        )
+
+    def _access(self, idx, write: bool, frame) -> None:
+        engine = self._engine
+        if engine.strict:
+            error = self._refuse(idx, write, frame)
+            if error is not None:
+                raise error
+            byte = self._byte(idx)
+            engine.check_hazard(self, byte, idx, write, frame)
+        elif engine.trace:
+            byte = self._byte(idx)
+        else:
+            return
+        if engine.trace:
+            engine.record(self._id, byte, frame.f_lineno, write)
+
     def __getitem__(self, idx):
-        value = self._a[idx]
-        if self._engine.trace:
-            self._engine.record(self._id, self._byte(idx), sys._getframe(1).f_lineno, False)
-        return value
+        frame = sys._getframe(1)
+        self._access(idx, False, frame)
+        try:
+            return self._a[idx]
+        except IndexError:
+            raise self._refuse(idx, False, frame) or OutOfBoundsError(
+                f"{self._engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+            ) from None
 
     def __setitem__(self, idx, value) -> None:
-        self._a[idx] = value
-        if self._engine.trace:
-            self._engine.record(self._id, self._byte(idx), sys._getframe(1).f_lineno, True)
+        frame = sys._getframe(1)
+        self._access(idx, True, frame)
+        try:
+            self._a[idx] = value
+        except IndexError:
+            raise self._refuse(idx, True, frame) or OutOfBoundsError(
+                f"{self._engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+            ) from None
+
+    def atomic(self, op: Callable, idx, value, frame):
+        """``old = a[idx]; a[idx] = op(old, value); return old``, as one atomic operation."""
+        engine = self._engine
+        if engine.strict:
+            error = self._refuse(idx, True, frame)
+            if error is not None:
+                raise error
+        try:
+            old = self._a[idx]
+            self._a[idx] = op(old, value)
+        except IndexError:
+            raise self._refuse(idx, True, frame) or OutOfBoundsError(
+                f"{engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+            ) from None
+        engine.atomics += 1
+        if engine.trace:  # a read-modify-write: counted as one access, never as a race
+            engine.record(self._id, self._byte(idx), frame.f_lineno, True)
+        return old
 
 
 class _Shared:
@@ -322,13 +575,38 @@ class _Local:
         return np.zeros(shape, dtype)
 
 
+def _unsupported(what: str) -> UnsupportedError:
+    return UnsupportedError(
+        f"{what} is not supported by the course's simulator; it models cuda.grid, "
+        "cuda.gridsize, threadIdx, blockIdx, blockDim, gridDim, laneid, warpsize, "
+        "cuda.shared.array, cuda.local.array, cuda.syncthreads and cuda.atomic.add, .max "
+        "and .min. Write the step with these (shared memory and a barrier instead of a warp "
+        "shuffle), or run it on a GPU."
+    )
+
+
 class _Atomic:
     @staticmethod
-    def add(array, idx, value):
-        """Threads run one at a time here, so a read-modify-write is atomic."""
-        old = array[idx]
-        array[idx] = old + value
-        return old
+    def _do(op, array, idx, value):
+        frame = sys._getframe(2)
+        if not isinstance(array, _TracedArray):
+            raise wrong_type("array", array, "an array argument of the kernel or a shared array")
+        return array.atomic(op, idx, value, frame)
+
+    def add(self, array, idx, value):
+        """``old = array[idx]; array[idx] += value``, atomically; returns ``old``."""
+        return self._do(lambda old, v: old + v, array, idx, value)
+
+    def max(self, array, idx, value):
+        """``old = array[idx]; array[idx] = max(old, value)``, atomically; returns ``old``."""
+        return self._do(lambda old, v: old if old >= v else v, array, idx, value)
+
+    def min(self, array, idx, value):
+        """``old = array[idx]; array[idx] = min(old, value)``, atomically; returns ``old``."""
+        return self._do(lambda old, v: old if old <= v else v, array, idx, value)
+
+    def __getattr__(self, name: str):
+        raise _unsupported(f"cuda.atomic.{name}")
 
 
 class _SimCuda:
@@ -341,6 +619,9 @@ class _SimCuda:
         self.shared = _Shared(engine)
         self.local = _Local()
         self.atomic = _Atomic()
+
+    def __getattr__(self, name: str):
+        raise _unsupported(f"cuda.{name}")
 
     @property
     def threadIdx(self) -> Dim3:  # noqa: N802 - numba.cuda's names
@@ -374,7 +655,8 @@ class _SimCuda:
         return xyz[0] if ndim == 1 else xyz[:ndim]
 
     def syncthreads(self) -> None:
-        self._engine.syncthreads()
+        frame = sys._getframe(1)
+        self._engine.syncthreads(_site(frame), frame)
 
 
 def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
@@ -445,6 +727,11 @@ class KernelCounts:
         (one per request without bank conflicts).
     active_fraction : float
         Active lanes per memory request over the warp size (1.0 when no lane sits out).
+    barriers : int
+        Barriers (``cuda.syncthreads()``) passed, summed over blocks.
+    atomics : int
+        Atomic operations (``cuda.atomic.add`` and kin) by single threads; each is also
+        counted as one store.
     by_array : dict
         The same counts for each array (``"A"``; a shared array by the variable it is
         assigned to, ``"sA"``) and direction
@@ -460,6 +747,8 @@ class KernelCounts:
     shared_requests: int
     shared_wavefronts: int
     active_fraction: float
+    barriers: int = 0
+    atomics: int = 0
     by_array: dict = field(default_factory=dict, compare=False, repr=False)
 
     label = "counted by the simulator (counts, not times)"
@@ -467,7 +756,7 @@ class KernelCounts:
     def __post_init__(self) -> None:
         for name in (
             "global_loads", "global_stores", "global_requests", "sectors", "ideal_sectors",
-            "lines", "shared_requests", "shared_wavefronts",
+            "lines", "shared_requests", "shared_wavefronts", "barriers", "atomics",
         ):  # fmt: skip
             non_negative_int(name, getattr(self, name))
         fraction("active_fraction", self.active_fraction)
@@ -564,6 +853,10 @@ def _count(engine: _Engine) -> KernelCounts:
                 )
             else:
                 row.update(wavefronts=int(wavefronts[sel].sum()))
+            # Each block has its own copy of a shared array: their counts add up.
+            before = by_array.get((name, kind))
+            if before is not None:
+                row = {k: v if k == "space" else v + before[k] for k, v in row.items()}
             by_array[name, kind] = row
 
     glob = is_global[g_array] if n_groups else np.zeros(0, dtype=bool)
@@ -577,6 +870,8 @@ def _count(engine: _Engine) -> KernelCounts:
         shared_requests=int((~glob).sum()),
         shared_wavefronts=int(wavefronts[~glob].sum()),
         active_fraction=float(lanes.sum() / (n_groups * WARP_SIZE)) if n_groups else 1.0,
+        barriers=engine.barriers,
+        atomics=engine.atomics,
         by_array=by_array,
     )
 
@@ -592,7 +887,9 @@ def _uses_barrier(code: types.CodeType) -> bool:
     return any(isinstance(c, types.CodeType) and _uses_barrier(c) for c in code.co_consts)
 
 
-def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True):
+def simulate(
+    kernel: Callable[..., None], grid, block, *args, count: bool = True, strict: bool = False
+):
     """Run a Numba CUDA kernel on the CPU, ``kernel[grid, block](*args)``, and count its accesses.
 
     Parameters
@@ -611,11 +908,26 @@ def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True
         buffer does not matter.
     count : bool
         Record and count every access (the default); ``False`` only runs the kernel, faster.
+    strict : bool
+        Also stop at what this one schedule would hide on a GPU: a race (two threads touch
+        an element, one writing, with no barrier between), a negative index, a barrier that
+        not every thread of a block reaches (:mod:`gpulab.kernels.faults`).
 
     Returns
     -------
     KernelCounts or None
         The counts, labelled as such; None when ``count`` is False.
+
+    Raises
+    ------
+    gpulab.kernels.faults.OutOfBoundsError
+        An index outside an array (an ``IndexError``), negative ones too where ``strict``.
+    gpulab.kernels.faults.BarrierError
+        A barrier that some threads of a block reach and others do not.
+    gpulab.kernels.faults.RaceError
+        Where ``strict``: two threads race on an element.
+    gpulab.kernels.faults.UnsupportedError
+        A part of Numba's CUDA language the simulator does not model (a warp shuffle).
 
     Examples
     --------
@@ -643,12 +955,13 @@ def simulate(kernel: Callable[..., None], grid, block, *args, count: bool = True
         raise wrong_type("kernel", kernel, "a Python function in Numba's CUDA style")
     grid_dim, block_dim = _check_launch(kernel, grid, block, "in Numba's CUDA style")
     flag("count", count)
+    flag("strict", strict)
     names = _names(kernel)
     if len(args) != len(names):
         raise ValueError(
             f"args: the kernel takes {len(names)} arguments ({names}), got {len(args)}"
         )
-    engine = _Engine(grid_dim, block_dim, trace=count)
+    engine = _Engine(grid_dim, block_dim, trace=count, strict=strict)
     sim_globals = dict(kernel.__globals__)
     sim_globals.update(cuda=_SimCuda(engine), float32=np.float32)
     body = types.FunctionType(

@@ -1,0 +1,440 @@
+"""The kernel gym's grader: run a learner's kernel, check it, count it, say what to change.
+
+:func:`grade_kernel` takes a kernel written in Numba's CUDA kernel language and the name of a
+gym task (:mod:`gpulab.kernels.gym_tasks`). It runs the kernel in the course's simulator in
+strict mode on every shape of the task, awkward ones included, compares each result with a
+reference computed by NumPy, and compares the counts of the last shape with the task's
+targets. What it finds is one report: a line per shape, a line per target, and one sentence
+on what to change first. A bug in the kernel (a wrong result, a race, an index out of bounds,
+a barrier some threads never reach, an exception) is reported as a sentence, never as a
+traceback from inside the simulator.
+
+On a machine where Numba can compile for a CUDA GPU, ``time_on_gpu=True`` also compiles the
+kernel, checks it on the task's GPU shape and times it against torch's own operation: a
+measurement, labelled with the device and the date.
+
+See also the chapter "Inside a fast kernel" (``book/kernels.md``) and the gym labs.
+
+Examples
+--------
+>>> from gpulab.kernels import gym
+>>> def copy(src, dst, n):  # one element per thread: three quarters of dst stay unwritten
+...     i = cuda.grid(1)
+...     if i < n:
+...         dst[i] = src[i]
+>>> report = gym.grade_kernel(copy, "copy", quiet=True)
+>>> report.passed, report.first_problem.split(":")[0]
+(False, 'wrong result for n = 1000')
+"""
+
+from __future__ import annotations
+
+import datetime
+import textwrap
+import traceback
+import types
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from gpulab._checks import flag, wrong_type
+from gpulab.kernels.faults import KernelFault
+from gpulab.kernels.gym_tasks import UNWRITTEN_BITS, Task, get_task
+from gpulab.kernels.simulator import KernelCounts, simulate
+
+__all__ = [
+    "GpuTiming",
+    "GradeReport",
+    "ShapeResult",
+    "TargetResult",
+    "grade_kernel",
+    "time_kernel_on_gpu",
+    "time_on_gpu_line",
+]
+
+_SEED = 0
+WRAP = 76  #: characters per line of a report: an output box of the book is about 78 wide
+
+
+@dataclass(frozen=True)
+class ShapeResult:
+    """The outcome on one shape: ``ok``, and the sentence that says what went wrong."""
+
+    shape: str
+    ok: bool
+    problem: str = ""
+
+
+@dataclass(frozen=True)
+class TargetResult:
+    """One count against its target on the task's count shape."""
+
+    name: str
+    value: float
+    goal: float
+    at_most: bool
+    met: bool
+    advice: str
+    percent: bool = False
+
+
+@dataclass(frozen=True)
+class GradeReport:
+    """What :func:`grade_kernel` found.
+
+    Attributes
+    ----------
+    task : str
+        The task's name.
+    kernel : str
+        The kernel's name ('' when none was given).
+    shapes : tuple of ShapeResult
+        Correctness on each shape.
+    targets : tuple of TargetResult
+        Counts on the count shape against the targets (empty unless every shape was right).
+    counts : KernelCounts or None
+        The simulator's counts on the count shape.
+    gpu : str
+        The GPU timing, labelled as a measurement ('' when not timed).
+    blocks : int
+        Blocks in the launch of the count shape (for counts per block).
+    """
+
+    task: str
+    kernel: str
+    shapes: tuple[ShapeResult, ...]
+    targets: tuple[TargetResult, ...]
+    counts: KernelCounts | None
+    gpu: str = ""
+    lines: tuple[str, ...] = field(default=(), repr=False)
+    blocks: int = 0
+
+    @property
+    def answered(self) -> bool:
+        return bool(self.kernel)
+
+    @property
+    def correct(self) -> bool:
+        """Right on every shape."""
+        return self.answered and all(s.ok for s in self.shapes)
+
+    @property
+    def passed(self) -> bool:
+        """Right on every shape and every target met."""
+        return self.correct and all(t.met for t in self.targets)
+
+    @property
+    def score(self) -> float | None:
+        """Shapes right and targets met, over all of them (None when not answered)."""
+        if not self.answered:
+            return None
+        checks = [s.ok for s in self.shapes] + [t.met for t in self.targets]
+        return sum(checks) / len(checks)
+
+    @property
+    def first_problem(self) -> str:
+        """The one sentence on what to change first ('' when the kernel passes)."""
+        for s in self.shapes:
+            if not s.ok:
+                return s.problem
+        for t in self.targets:
+            if not t.met:
+                return t.advice
+        return ""
+
+    def __str__(self) -> str:
+        return "\n".join(self.lines)
+
+
+def _kernel_function(kernel):
+    kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
+    if not isinstance(kernel, types.FunctionType):
+        raise wrong_type("kernel", kernel, "a kernel: a Python function in Numba's CUDA style")
+    return kernel
+
+
+def _signature_problem(kernel, task: Task) -> str:
+    code = kernel.__code__
+    names = code.co_varnames[: code.co_argcount]
+    if len(names) != len(task.args):
+        return (
+            f"{kernel.__name__} takes {len(names)} arguments ({', '.join(names)}); the "
+            f"{task.name} task launches it with {len(task.args)}: {', '.join(task.args)}"
+        )
+    return ""
+
+
+def _where_in_kernel(exc: BaseException, kernel) -> str:
+    """``line 3 of copy (`x = y`)`` for the deepest frame of the learner's code."""
+    frames = [f for f, _ in traceback.walk_tb(exc.__traceback__)]
+    mine = [f for f in frames if f.f_code.co_filename == kernel.__code__.co_filename]
+    if not mine:
+        return "in the kernel"
+    import linecache
+
+    f = mine[-1]
+    line = f.f_lineno - f.f_code.co_firstlineno + 1
+    text = linecache.getline(f.f_code.co_filename, f.f_lineno).split("  #")[0].strip()
+    return f"at line {line} of {f.f_code.co_name}" + (f" (`{text}`)" if text else "")
+
+
+def _exception_sentence(exc: BaseException, kernel) -> str:
+    where = _where_in_kernel(exc, kernel)
+    first = (str(exc).strip().splitlines() or [""])[0]
+    sentence = f"the kernel raised {type(exc).__name__} {where}" + (f": {first}" if first else "")
+    if isinstance(exc, OverflowError):
+        sentence += "; exp() of a large number overflows: subtract the row's maximum first"
+    return sentence
+
+
+def _mismatch(name: str, got: np.ndarray, expected: np.ndarray, task: Task) -> str:
+    """The sentence on what is wrong in one output ('' when it is right)."""
+    unwritten = got.view(np.uint32) == UNWRITTEN_BITS
+    got64 = got.astype(np.float64)
+    bad = ~np.isclose(got64, expected, rtol=task.rtol, atol=task.atol) | unwritten
+    if not bad.any():
+        return ""
+    first = tuple(int(i) for i in np.argwhere(bad)[0])
+    where = f"{name}[{', '.join(str(i) for i in first)}]"
+    said = f"{int(bad.sum())} of {bad.size} elements of {name} are wrong"
+    if unwritten.any():
+        i = tuple(int(j) for j in np.argwhere(unwritten)[0])
+        return (
+            f"{said}; {int(unwritten.sum())} were never written, the first "
+            f"{name}[{', '.join(str(j) for j in i)}]: check that every element has a thread "
+            "(grid x block x elements per thread covers them all)"
+        )
+    if not np.isfinite(got64[bad]).all():
+        return (
+            f"{said}, {where} is {got64[first]} (expected {expected[first]:.4g}): a value "
+            "overflowed float32; exp() of a large number does: subtract the row's maximum first"
+        )
+    return f"{said}, the first {where} ({got64[first]:.4g}, expected {expected[first]:.4g})"
+
+
+def _run_shape(kernel, task: Task, shape: tuple, rng, count: bool):
+    """(problem sentence or '', counts or None) for one shape."""
+    args = task.inputs(shape, rng)
+    expected = task.reference({k: (v.copy() if isinstance(v, np.ndarray) else v)
+                               for k, v in args.items()})  # fmt: skip
+    grid, block = task.launch(shape)
+    label = task.describe(shape)
+    try:
+        with np.errstate(all="ignore"):  # overflows show in the result, said in a sentence
+            counts = simulate(kernel, grid, block, *[args[a] for a in task.args],
+                              count=count, strict=True)  # fmt: skip
+    except KernelFault as exc:
+        return f"{label}: {str(exc).rstrip('.')}", None
+    except RecursionError:
+        return f"the kernel recursed without end for {label}", None
+    except Exception as exc:  # noqa: BLE001 - the learner's bug, reported as a sentence
+        return f"{label}: {_exception_sentence(exc, kernel)}", None
+    for name in task.outputs:
+        wrong = _mismatch(name, args[name], expected[name], task)
+        if wrong:
+            return f"wrong result for {label}: {wrong}", None
+    return "", counts
+
+
+def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False) -> GradeReport:
+    """Run ``kernel`` on the gym task ``task`` in the simulator; check it, count it, advise.
+
+    Parameters
+    ----------
+    kernel : function or None
+        The kernel, in Numba's CUDA kernel language (a plain function, or what
+        ``numba.cuda.jit`` returned). None means "not written yet": the report says so.
+    task : str or Task
+        The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``.
+    time_on_gpu : bool
+        Also compile the kernel with Numba and time it against torch where a CUDA GPU is
+        available (a measurement); elsewhere the report says it was not timed.
+    quiet : bool
+        Do not print the report; only return it.
+
+    Returns
+    -------
+    GradeReport
+        ``passed`` when the kernel is right on every shape and meets every target.
+
+    Raises
+    ------
+    TypeError
+        ``kernel`` is not a function, ``task`` not a name, a flag not True or False.
+    ValueError
+        ``task`` is not a gym task.
+    """
+    task = get_task(task)
+    flag("time_on_gpu", time_on_gpu)
+    flag("quiet", quiet)
+    if kernel is None:
+        lines = (f"Kernel gym, task {task.name!r}: no kernel yet; write it above, set answer "
+                 "to it, run this cell again.",)  # fmt: skip
+        report = GradeReport(task.name, "", (), (), None, lines=lines)
+        if not quiet:
+            print(report)
+        return report
+    kernel = _kernel_function(kernel)
+    rng = np.random.default_rng(_SEED)
+    results, counts = [], None
+    wrong_signature = _signature_problem(kernel, task)
+    for i, shape in enumerate(task.shapes):
+        last = i == len(task.shapes) - 1
+        if wrong_signature:
+            problem, c = wrong_signature, None
+        else:
+            problem, c = _run_shape(kernel, task, shape, rng, count=last)
+        results.append(ShapeResult(task.describe(shape), not problem, problem))
+        if last:
+            counts = c
+    targets = []
+    if counts is not None and all(r.ok for r in results):
+        shape = task.count_shape
+        for t in task.targets:
+            value, goal = float(t.measure(counts, shape)), float(t.goal(shape))
+            targets.append(TargetResult(
+                t.name, value, goal, t.at_most, t.met(value, goal),
+                t.advice.format(value=value, goal=goal), t.percent,
+            ))  # fmt: skip
+    gpu = ""
+    if time_on_gpu and all(r.ok for r in results):
+        gpu = time_on_gpu_line(kernel, task)
+    lines = [f"Kernel gym: {kernel.__name__} on task {task.name!r}"]
+    for r in results:
+        lines.append(f"  {'right' if r.ok else 'WRONG'}  {r.shape}")
+    if targets:
+        lines.append(f"  counts for {task.describe(task.count_shape)} "
+                     "(counted by the simulator, not times):")  # fmt: skip
+        for t in targets:
+            sign = "<=" if t.at_most else ">="
+            lines.append(f"  {'met   ' if t.met else 'MISSED'} {t.name}: "
+                         f"{_fmt(t.value, t.percent)} (target {sign} "
+                         f"{_fmt(t.goal, t.percent)})")  # fmt: skip
+    grid = task.launch(task.count_shape)[0]
+    blocks = grid if isinstance(grid, int) else int(np.prod(grid))
+    if targets and counts.barriers:
+        per_block = counts.barriers // blocks
+        lines.append(
+            f"  also counted: {per_block} barrier{'' if per_block == 1 else 's'} per block"
+        )
+    if gpu:
+        lines.append(f"  {gpu}")
+    report = GradeReport(task.name, kernel.__name__, tuple(results), tuple(targets), counts,
+                         gpu, ())  # fmt: skip
+    verdict = (
+        "Passed: right on every shape, every target met."
+        if report.passed
+        else f"To change first: {report.first_problem}."
+    )
+    lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
+    report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
+                         counts, gpu, tuple(lines), blocks)  # fmt: skip
+    if not quiet:
+        print(report)
+    return report
+
+
+def _fmt(value: float, percent: bool = False) -> str:
+    if percent:
+        return f"{value:.0%}"
+    return f"{int(value):,}" if value == int(value) else f"{value:,.2f}"
+
+
+# --------------------------------------------------------------------------- on a GPU
+
+
+def time_on_gpu_line(kernel, task) -> str:
+    """Compile ``kernel`` with Numba, check it and time it against torch on the GPU.
+
+    Returns one line: the two median times, labelled as measured, with the device, the
+    shape and the date; or why nothing was timed (no GPU, or Numba cannot compile here).
+    """
+    from gpulab.kernels import cuda_kernels as ck
+
+    task = get_task(task)
+    if not ck.numba_cuda_available():
+        return f"GPU timing: not measured here ({ck.numba_cuda_missing_reason()})"
+    return time_kernel_on_gpu(kernel, task).line
+
+
+@dataclass(frozen=True)
+class GpuTiming:
+    """A kernel and torch timed on one GPU: measurements, with where and when."""
+
+    kernel_s: float
+    torch_s: float
+    device: str
+    shape: str
+    date: str
+
+    @property
+    def line(self) -> str:
+        return (
+            f"measured on {self.device}, {self.shape}, {self.date}: your kernel "
+            f"{self.kernel_s * 1e3:.3f} ms, torch {self.torch_s * 1e3:.3f} ms "
+            f"(median; torch / yours = {self.torch_s / self.kernel_s:.2f})"
+        )
+
+
+def time_kernel_on_gpu(
+    kernel, task, *, device: str = "cuda", min_run_time_s: float = 0.2
+) -> GpuTiming:
+    """Time ``kernel`` (compiled by Numba) and torch's operation on the task's GPU shape.
+
+    The kernel's result is checked against torch's first; a wrong one raises.
+
+    Parameters
+    ----------
+    kernel : function
+        The kernel in Numba's CUDA kernel language.
+    task : str or Task
+        The gym task.
+    device : str
+        Where the tensors live: ``"cuda"`` (the tests pass ``"cpu"`` with a stand-in for
+        Numba).
+    min_run_time_s : float
+        Seconds of measurement for each of the two timings, at least.
+
+    Raises
+    ------
+    RuntimeError
+        Numba cannot compile for a GPU here, or the compiled kernel's result is wrong.
+    """
+    import torch
+
+    from gpulab.kernels import cuda_kernels as ck
+    from gpulab.measure.bench import benchmark
+
+    task = get_task(task)
+    kernel = _kernel_function(kernel)
+    compiled = ck.compile_for_gpu(kernel)
+    shape = task.gpu_shape
+    host = task.inputs(shape, np.random.default_rng(_SEED))
+    tensors = {k: torch.from_numpy(v).to(device) if isinstance(v, np.ndarray) else v
+               for k, v in host.items()}  # fmt: skip
+    grid, block = task.launch(shape)
+    out = tensors[task.outputs[0]]
+
+    def run():
+        if task.name == "reduce":
+            out.zero_()
+        compiled[grid, block](*[tensors[a] for a in task.args])
+
+    run()
+    torch.cuda.synchronize()
+    expected = task.torch_op(tensors)
+    if not torch.allclose(out.double().reshape(expected.shape), expected.double(),
+                          rtol=1e-3, atol=1e-3):  # fmt: skip
+        raise RuntimeError(
+            f"the compiled kernel's result for {task.describe(shape)} differs from torch's"
+        )
+    ours = benchmark(run, min_run_time_s=min_run_time_s, label=f"{kernel.__name__} (Numba)")
+    theirs = benchmark(lambda: task.torch_op(tensors), min_run_time_s=min_run_time_s,
+                       label="torch")  # fmt: skip
+    return GpuTiming(
+        kernel_s=ours.median_s,
+        torch_s=theirs.median_s,
+        device=torch.cuda.get_device_name(),
+        shape=task.describe(shape),
+        date=datetime.datetime.now(datetime.timezone.utc).date().isoformat(),
+    )
