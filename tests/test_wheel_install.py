@@ -89,7 +89,9 @@ def installed(tmp_path_factory) -> Path:
         [
             sys.executable,
             *("-m", "pip", "--python", str(python), "install"),
-            *("--no-deps", "--no-index", str(wheel)),
+            # --force-reinstall: through the .pth line pip sees the test environment's own
+            # gpulab (an editable install of the same version) and would skip the wheel.
+            *("--no-deps", "--no-index", "--force-reinstall", str(wheel)),
         ],
         cwd=work,
     )
