@@ -185,4 +185,5 @@ def test_ttft_is_defined_as_the_prefill_alone_everywhere(root):
         assert i >= 0, where
         definition = text[max(0, i - 200) : i + 300]
         assert "prefill" in definition, where
-        assert not re.search(r"(plus|and)\s+(one|the\s+first)\s+(decode\s+)?step", definition), where
+        one_step_more = r"(plus|and)\s+(one|the\s+first)\s+(decode\s+)?step"
+        assert not re.search(one_step_more, definition), where

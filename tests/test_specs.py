@@ -61,6 +61,15 @@ def test_a_name_without_form_factor_means_the_sxm_module():
     assert gl.get_spec("h100 pcie").name == "H100 PCIe 80GB"
 
 
+def test_a_name_without_memory_size_means_the_larger_of_variants_equal_in_all_else():
+    # The V100 SXM2 module in 16 and 32 GB: the same datasheet column, only memory differs.
+    assert gl.get_spec("V100").name == gl.get_spec("Tesla V100").name == "Tesla V100 SXM2 32GB"
+    assert gl.get_spec("V100 16GB").name == "Tesla V100 SXM2 16GB"
+    # The A100 40GB and 80GB differ in bandwidth too: which one stays a question.
+    with pytest.raises(ValueError, match="several devices"):
+        gl.get_spec("A100 SXM4")
+
+
 def test_unknown_name_suggests_close_names():
     with pytest.raises(ValueError, match="close names") as err:
         gl.get_spec("Tesla T40 turbo")
@@ -169,8 +178,9 @@ def test_a_missing_part_says_which_entries_were_refused_and_why():
     assert spec is None
     assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in why
     assert "A100 80GB PCIe has 80 GB, not 40 GB" in why
-    assert "Tesla V100 SXM2 16GB is the SXM2 module, not PCIe" in (
-        match_driver_name("Tesla V100-PCIE-16GB")[1]
+    assert (
+        "Tesla V100 SXM2 16GB is the SXM2 module, not PCIe"
+        in (match_driver_name("Tesla V100-PCIE-16GB")[1])
     )
     with pytest.raises(TypeError, match="device_name=None must be a name"):
         gl.find_spec(None)

@@ -348,14 +348,39 @@ def _prefer_sxm(hits: list[DeviceSpec], query: list[str]) -> DeviceSpec | None:
     return sxm[0] if len(sxm) == 1 else None
 
 
+def _prefer_larger_memory(hits: list[DeviceSpec], query: list[str]) -> DeviceSpec | None:
+    """For a name that says no memory size, the larger of variants that differ only in it.
+
+    "V100" fits the SXM2 module with 16 GB and with 32 GB: the same datasheet column, the
+    same peaks and bandwidth. Variants whose bandwidth or peaks differ (the A100 40GB and
+    80GB) stay ambiguous: the figures would depend on the guess.
+    """
+    if any(_MEMORY_SIZE_WORD.fullmatch(q) for q in query) or len(hits) < 2:
+        return None
+    first = hits[0]
+    if any(
+        (_model(_tokens(s.name)), s.form_factor, s.peak_flops, s.memory_bandwidth)
+        != (
+            _model(_tokens(first.name)),
+            first.form_factor,
+            first.peak_flops,
+            first.memory_bandwidth,
+        )
+        for s in hits
+    ):
+        return None
+    return max(hits, key=lambda s: s.memory_bytes or 0)
+
+
 def get_spec(name: str) -> DeviceSpec:
     """Look a device up by a forgiving name: case, spaces and punctuation do not matter.
 
     ``"h100 sxm"``, ``"H100-SXM5"`` and ``"H100 SXM5 80GB"`` all find the same entry. A name
     that does not say the form factor means the SXM module when the product also comes as
     a PCIe card (``"A100 80GB"`` is the SXM4 module; say ``"A100 80GB PCIe"`` for the
-    card). A name that fits several entries otherwise, or none, raises an error that lists
-    the candidates.
+    card), and the larger of variants that differ only in memory size (``"V100"`` is the
+    32 GB module; the 16 GB one has the same peaks and bandwidth). A name that fits several
+    entries otherwise, or none, raises an error that lists the candidates.
 
     Parameters
     ----------
@@ -413,7 +438,7 @@ def lookup(name) -> DeviceSpec:
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        preferred = _prefer_sxm(hits, query)
+        preferred = _prefer_sxm(hits, query) or _prefer_larger_memory(hits, query)
         if preferred is not None:
             return preferred
         names = ", ".join(repr(s.name) for s in hits)
