@@ -45,9 +45,14 @@ class NoiseTest:
     n_before: int
     n_after: int
 
+    @property
+    def judged(self) -> bool:
+        """Whether both sides had enough timed runs (:data:`MIN_RUNS`) for the test to judge."""
+        return min(self.n_before, self.n_after) >= MIN_RUNS
+
     def __str__(self) -> str:
         runs = f"{self.n_before} and {self.n_after} runs"
-        if min(self.n_before, self.n_after) < MIN_RUNS:
+        if not self.judged:
             return f"too few runs to tell from the noise ({runs}; {MIN_RUNS} each needed)"
         verdict = "faster beyond the noise" if self.faster else "not faster beyond the noise"
         sign = "<" if self.faster else ">="
@@ -84,10 +89,9 @@ def faster_beyond_noise(before: BenchResult, after: BenchResult, *, alpha: float
     >>> print(faster_beyond_noise(timed(10, 11, 12, 13), timed(9, 12, 10, 13)))
     not faster beyond the noise (Mann-Whitney U, p = 0.384 >= 0.05, 4 and 4 runs)
     """
-    _bench_result("before", before)
-    _bench_result("after", after)
-    if before is None or after is None:
-        raise TypeError("before and after must both be BenchResults (gl.benchmark)")
+    for name, value in (("before", before), ("after", after)):
+        if not isinstance(value, BenchResult):
+            raise wrong_type(name, value, "a BenchResult (gl.benchmark)")
     positive_number("alpha", alpha)
     if alpha >= 1:
         raise ValueError(f"alpha={alpha!r} must be below 1 (a level such as 0.05)")
