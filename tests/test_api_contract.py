@@ -516,6 +516,13 @@ BASELINES = {
     "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
     # ---- scoreboard
     "Scoreboard": lambda: ((gl.measure.bench.BenchResult((1e-3,), 1),), dict(label="baseline")),
+    "faster_beyond_noise": lambda: (
+        (
+            gl.measure.bench.BenchResult((2e-3,) * 4, 1),
+            gl.measure.bench.BenchResult((1e-3,) * 4, 1),
+        ),
+        {},
+    ),
     "ScoreboardRow": lambda: _fields(
         gl.Scoreboard(gl.measure.bench.BenchResult((1e-3,), 1), label="baseline").rows[0]
     ),
@@ -545,6 +552,7 @@ BASELINES = {
 #: Public callables this file cannot drive, with the reason. Keep it short.
 EXCLUDED: dict[str, str] = {
     "ClaimError": "an exception class (AssertionError), raised by claim, not called by a user",
+    "NoiseTest": "a result record that faster_beyond_noise builds; not called by a user",
 }
 
 #: Valid calls not run as such (each parameter is still checked with a bad value).
@@ -1146,10 +1154,16 @@ KINDS: dict[str, dict] = {
         "peak_flops": [{"fp32": "1e12"}, {"fp32": True}, {16: 1.0}, ["fp32"], 42],
         "tdp": "pos",
         "interconnect_bandwidth": "pos",
+        "interconnect_direction": "choice",
         "sm_count": "count",
         "launch_price_usd": "pos",
     },
     "find_spec": {"device_name": "text"},
+    "faster_beyond_noise": {
+        "before": [1.0, None, "fast"],
+        "after": [1.0, None, "fast"],
+        "alpha": "frac",
+    },
     "sm_architecture": {"spec": "spec"},
     "SmArchitecture": {"l1_shared_per_sm_bytes": "count"},
     "kv_cache_bytes": {

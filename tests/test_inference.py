@@ -162,3 +162,28 @@ def test_the_inference_labs_roofline_names_the_device_the_timings_ran_on():
     source = _lab_cell("TinyGPT, FP32, measured on")
     assert "info.summary()" not in source  # the machine's best device, not the timing's
     assert "next(gpt.parameters()).device" in source
+
+
+def test_ttft_is_defined_as_the_prefill_alone_everywhere(root):
+    # The first token comes from the prefill's logits at the prompt's last position, as the
+    # inference lab's generate() stamps it: no decode step comes before it.
+    import json
+    import re
+
+    from gpulab.costmodels.inference import GenerationTiming
+
+    nb = json.loads((root / "notebooks" / "inference_lab.ipynb").read_text(encoding="utf-8"))
+    lab = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    texts = {
+        "glossary": (root / "book" / "glossary.md").read_text(encoding="utf-8"),
+        "chapter": (root / "book" / "beyond_speed.md").read_text(encoding="utf-8"),
+        "lab": lab,
+        "docstring": GenerationTiming.__doc__,
+    }
+    for where, text in texts.items():
+        i = text.find("TTFT") if "TTFT" in text else text.find("first token")
+        assert i >= 0, where
+        definition = text[max(0, i - 200) : i + 300]
+        assert "prefill" in definition, where
+        one_step_more = r"(plus|and)\s+(one|the\s+first)\s+(decode\s+)?step"
+        assert not re.search(one_step_more, definition), where

@@ -80,3 +80,67 @@ def test_a_row_refuses_bad_fields_by_name(field, error):
     (name,) = field
     with pytest.raises(error, match=f"{name}="):
         dataclasses.replace(row, **field)
+
+
+# --- the keep-or-revert test -------------------------------------------------------------
+
+
+def _timed(*seconds):
+    return gl.measure.bench.BenchResult(tuple(seconds), 1, "")
+
+
+def test_a_clear_gain_is_faster_beyond_the_noise():
+    from gpulab.labkit.scoreboard import faster_beyond_noise
+
+    test = faster_beyond_noise(_timed(10, 11, 12, 13, 14), _timed(5, 6, 7, 8))
+    assert test.faster and test.p_value < 0.05 and (test.n_before, test.n_after) == (5, 4)
+    # Complete separation of 5 and 4 runs: exact one-sided p = 1 / C(9, 4) = 0.008.
+    assert test.p_value == pytest.approx(1 / 126, abs=0.005)
+    assert "faster beyond the noise" in str(test) and "p = 0.0" in str(test)
+
+
+def test_a_lower_median_inside_the_spread_is_not_a_gain():
+    # Like the capstone's D6 run: a median 2.35 ms under the old one's but an IQR of 1.97 ms.
+    from gpulab.labkit.scoreboard import faster_beyond_noise
+
+    before = _timed(2.6, 3.0, 3.4, 3.9, 4.4, 2.2, 3.1, 2.9)
+    after = _timed(1.6, 2.2, 4.5, 2.4, 3.6, 2.1, 4.2, 2.3)
+    assert sorted(after.times_s)[4] < sorted(before.times_s)[4]  # a lower median...
+    test = faster_beyond_noise(before, after)
+    assert not test.faster and test.p_value > 0.05  # ...that the noise explains
+    assert str(test).startswith("not faster beyond the noise")
+
+
+def test_identical_or_too_few_timings_are_never_a_gain():
+    from gpulab.labkit.scoreboard import faster_beyond_noise
+
+    same = faster_beyond_noise(_timed(1, 1, 1, 1), _timed(1, 1, 1, 1))
+    assert not same.faster and same.p_value == 1.0
+    few = faster_beyond_noise(_timed(10, 11, 12), _timed(1, 2, 3))
+    assert not few.faster and not few.judged and "too few runs" in str(few)
+    slower = faster_beyond_noise(_timed(1, 2, 3, 4), _timed(5, 6, 7, 8))
+    assert not slower.faster and slower.p_value > 0.95
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"alpha": 0}, ValueError, "alpha=0"),
+        ({"alpha": 1.5}, ValueError, "alpha=1.5"),
+        ({"alpha": "5%"}, TypeError, "alpha='5%'"),
+    ],
+)
+def test_the_level_is_checked(kwargs, error, match):
+    from gpulab.labkit.scoreboard import faster_beyond_noise
+
+    with pytest.raises(error, match=match):
+        faster_beyond_noise(_timed(1, 2, 3, 4), _timed(1, 2, 3, 4), **kwargs)
+    with pytest.raises(TypeError, match="before="):
+        faster_beyond_noise(1.0, _timed(1, 2, 3, 4))
+
+
+def test_the_board_tests_against_the_last_kept_step():
+    board = gl.Scoreboard(_timed(10, 11, 12, 13))
+    board.add("kept", _timed(5, 6, 7, 8))
+    board.add("reverted", _timed(4, 9, 9, 9), keep=False)
+    assert board.current.times_s == (5, 6, 7, 8)

@@ -61,6 +61,15 @@ def test_a_name_without_form_factor_means_the_sxm_module():
     assert gl.get_spec("h100 pcie").name == "H100 PCIe 80GB"
 
 
+def test_a_name_without_memory_size_means_the_larger_of_variants_equal_in_all_else():
+    # The V100 SXM2 module in 16 and 32 GB: the same datasheet column, only memory differs.
+    assert gl.get_spec("V100").name == gl.get_spec("Tesla V100").name == "Tesla V100 SXM2 32GB"
+    assert gl.get_spec("V100 16GB").name == "Tesla V100 SXM2 16GB"
+    # The A100 40GB and 80GB differ in bandwidth too: which one stays a question.
+    with pytest.raises(ValueError, match="several devices"):
+        gl.get_spec("A100 SXM4")
+
+
 def test_unknown_name_suggests_close_names():
     with pytest.raises(ValueError, match="close names") as err:
         gl.get_spec("Tesla T40 turbo")
@@ -118,7 +127,7 @@ DRIVER_NAMES = [
     ("Tesla T4", "Tesla T4"),
     ("NVIDIA L4", "L4"),
     ("Tesla V100-SXM2-32GB", "Tesla V100 SXM2 32GB"),
-    ("Tesla V100-SXM2-16GB", None),  # only the 32 GB module is in the registry
+    ("Tesla V100-SXM2-16GB", "Tesla V100 SXM2 16GB"),  # the original 2017 module
     ("Tesla V100-PCIE-16GB", None),  # the PCIe card is not; never the SXM2 module's figures
     ("Tesla P100-PCIE-16GB", "Tesla P100 PCIe 16GB"),
     ("NVIDIA A100-SXM4-40GB", "A100 40GB SXM4"),
@@ -133,8 +142,8 @@ DRIVER_NAMES = [
     ("NVIDIA GeForce RTX 4090", "GeForce RTX 4090"),
     ("NVIDIA GeForce RTX 3090 Ti", None),
     ("NVIDIA GeForce RTX 4090 Laptop GPU", None),
-    ("NVIDIA A10", "A10 (AWS A10G is a variant)"),
-    ("NVIDIA A10G", None),  # a different SKU without a datasheet
+    ("NVIDIA A10", "A10"),
+    ("NVIDIA A10G", "A10G (AWS)"),  # AWS's own part: a row of its own, never the A10's
     ("NVIDIA GeForce GTX 1050", None),
 ]
 
@@ -170,7 +179,8 @@ def test_a_missing_part_says_which_entries_were_refused_and_why():
     assert "A100 40GB SXM4 is the SXM4 module, not PCIe" in why
     assert "A100 80GB PCIe has 80 GB, not 40 GB" in why
     assert (
-        "Tesla V100 SXM2 32GB has 32 GB, not 16 GB" in match_driver_name("Tesla V100-SXM2-16GB")[1]
+        "Tesla V100 SXM2 16GB is the SXM2 module, not PCIe"
+        in (match_driver_name("Tesla V100-PCIE-16GB")[1])
     )
     with pytest.raises(TypeError, match="device_name=None must be a name"):
         gl.find_spec(None)
@@ -248,12 +258,68 @@ def test_a_figure_the_primary_source_does_not_give_stays_empty():
 
 def test_the_ridge_point_does_not_rise_with_every_generation():
     # 16-bit peak / bandwidth: H100 SXM 989.5/3,350 = 295; the H200 keeps that compute with
-    # 4,800 GB/s (206); the B200 has 2,250/8,000 = 281. Chapters must not say it always rises.
+    # 4,800 GB/s (206); the HGX B200 has 2,250/7,700 = 292. Chapters must not say it always rises.
     def ridge(name):
         spec = gl.get_spec(name)
         return spec.peak("bf16") / spec.memory_bandwidth
 
     assert round(ridge("A100 80GB")) == 153
     assert round(ridge("H100 SXM")) == 295
-    assert round(ridge("H200")) == 206 and round(ridge("B200")) == 281
+    assert round(ridge("H200")) == 206 and round(ridge("B200")) == 292
     assert ridge("B200") < ridge("H100 SXM") and ridge("H200") < ridge("H100 SXM")
+
+
+def test_the_rows_for_common_cloud_gpus_say_what_they_were_derived_from():
+    # The V100 datasheet gives one SXM2 column for 16 and 32 GB: only the memory differs.
+    v16, v32 = gl.find_spec("Tesla V100-SXM2-16GB"), gl.get_spec("V100 SXM2 32GB")
+    assert v16.memory_bytes == 16e9 and v32.memory_bytes == 32e9
+    assert v16.peak_flops == v32.peak_flops and v16.memory_bandwidth == v32.memory_bandwidth
+    assert v16.source_url == v32.source_url and "Derived from" in v16.notes
+    # No primary source gives the A10G's peaks or bandwidth: empty, never the A10's.
+    a10g, a10 = gl.find_spec("NVIDIA A10G"), gl.get_spec("A10")
+    assert a10g.memory_bytes == 24e9 and a10g.peak_flops == {}
+    assert a10g.memory_bandwidth is None and a10.peak("fp32") == pytest.approx(31.2e12)
+    assert "Left EMPTY" in a10g.notes and "docs.aws.amazon.com" in a10g.source_url
+
+
+def test_every_link_figure_says_which_directions_it_counts():
+    header = next(csv.reader(DATA.open()))
+    assert header[header.index("interconnect_bandwidth_gbs") + 1] == "interconnect_direction"
+    for spec in gl.list_specs():
+        if spec.interconnect_bandwidth is None:
+            assert spec.interconnect_direction == "", spec.name
+        else:
+            assert spec.interconnect_direction in ("both", "each", "unstated"), spec.name
+    with pytest.raises(ValueError, match="interconnect_direction='sideways'"):
+        dataclasses.replace(gl.get_spec("T4"), interconnect_direction="sideways")
+
+
+def test_a_one_way_copy_gets_half_of_a_both_ways_figure():
+    t4 = gl.get_spec("T4")  # NVIDIA: 32 GB/s for PCIe Gen3 x16, both directions together
+    assert t4.interconnect_bandwidth == 32e9 and t4.interconnect_direction == "both"
+    assert t4.interconnect_bandwidth_one_way == 16e9
+    # Within 2% of the per-direction figure the link registry derives from the encoding.
+    assert t4.interconnect_bandwidth_one_way == pytest.approx(
+        gl.interconnect(t4.interconnect).bandwidth, rel=0.02
+    )
+    h100 = gl.get_spec("H100 SXM")  # NVLink 4: 900 GB/s both ways, 450 each way
+    assert h100.interconnect_bandwidth_one_way == gl.interconnect("NVLink 4").bandwidth
+    each = dataclasses.replace(t4, interconnect_direction="each")
+    assert each.interconnect_bandwidth_one_way == 32e9
+    assert gl.get_spec("MI250X").interconnect_bandwidth_one_way is None  # source does not say
+    assert gl.get_spec("Xeon 8380").interconnect_bandwidth_one_way is None
+
+
+def test_announced_parts_carry_only_primary_figures():
+    for name in ("Rubin", "MI455X"):
+        spec = gl.get_spec(name)
+        assert spec.status == "announced" and spec.memory_type == "HBM4"
+        assert spec.peak_flops == {} and spec.memory_bytes is None  # secondary sources only
+        assert "SECONDARY SOURCES ONLY" in spec.notes
+
+
+def test_the_b200_row_is_nvidias_current_hgx_table():
+    b200 = gl.get_spec("B200")
+    assert b200.peak("fp32") == 75e12 and b200.peak("tf32") == 1100e12
+    assert b200.peak("bf16") == 2250e12 and b200.memory_bandwidth == 7.7e12
+    assert b200.source_url == "https://www.nvidia.com/en-us/data-center/hgx/"

@@ -277,8 +277,8 @@ class GenerationTiming:
     Attributes
     ----------
     ttft_s : float
-        Time to first token: from the request to the first generated token (the prefill and
-        one step).
+        Time to first token: from the request to the first generated token, which the
+        prefill's logits at the prompt's last position give (no decode step comes before it).
     tpot_s : float
         Time per output token after the first: the mean decode step.
     n_tokens : int

@@ -22,6 +22,7 @@ from gpulab.hardware.precision import PEAK_PRECISIONS, peak_precision
 
 __all__ = [
     "DeviceSpec",
+    "LINK_DIRECTIONS",
     "STATUSES",
     "find_spec",
     "get_spec",
@@ -34,6 +35,11 @@ __all__ = [
 #: Whether a registry device can be bought or rented now (``"available"``) or has only been
 #: announced with figures from a primary source (``"announced"``).
 STATUSES = ("available", "announced")
+
+#: What a registry link figure counts: ``"both"`` directions together (NVIDIA's convention for
+#: NVLink and PCIe, Google's for ICI), ``"each"`` direction, or ``"unstated"`` where the
+#: source does not say. Empty (``""``) only where the row has no link figure.
+LINK_DIRECTIONS = ("both", "each", "unstated")
 
 
 _DTYPE_COLUMNS = {
@@ -76,7 +82,11 @@ class DeviceSpec:
     interconnect : str
         The device-to-device (or host) link as the vendor names it.
     interconnect_bandwidth : float or None
-        That link's bandwidth in bytes/s, as the vendor quotes it (NVIDIA: bidirectional).
+        That link's bandwidth in bytes/s, as the vendor quotes it (NVIDIA: both directions
+        together). A one-way transfer uses :attr:`interconnect_bandwidth_one_way`.
+    interconnect_direction : str
+        What ``interconnect_bandwidth`` counts, one of :data:`LINK_DIRECTIONS`; ``""`` when
+        there is no link figure.
     sm_count : int or None
         Streaming multiprocessors (NVIDIA), compute units (AMD); see ``notes``.
     launch_price_usd : float or None
@@ -106,6 +116,7 @@ class DeviceSpec:
     tdp: float | None = None
     interconnect: str = ""
     interconnect_bandwidth: float | None = None
+    interconnect_direction: str = ""
     sm_count: int | None = None
     launch_price_usd: float | None = None
     source_url: str = ""
@@ -130,6 +141,10 @@ class DeviceSpec:
                 positive_number(name, getattr(self, name))
         if self.sm_count is not None:
             positive_int("sm_count", self.sm_count)
+        if self.interconnect_bandwidth is None:
+            choice("interconnect_direction", self.interconnect_direction, ("",))
+        else:
+            choice("interconnect_direction", self.interconnect_direction, LINK_DIRECTIONS)
         if not isinstance(self.peak_flops, dict):
             raise wrong_type("peak_flops", self.peak_flops, "a dict of precision to FLOP/s")
         for key, value in self.peak_flops.items():
@@ -176,6 +191,28 @@ class DeviceSpec:
         return self.peak_flops[key]
 
     @property
+    def interconnect_bandwidth_one_way(self) -> float | None:
+        """The link's bandwidth in one direction, in bytes/s: what a host-to-device copy gets.
+
+        A figure quoted for both directions together is halved; None where the registry has
+        no link figure or its source does not say which it counts.
+
+        Examples
+        --------
+        >>> import gpulab as gl
+        >>> t4 = gl.get_spec("T4")                    # PCIe Gen3 x16: NVIDIA's 32 GB/s
+        >>> t4.interconnect_direction, t4.interconnect_bandwidth_one_way / 1e9
+        ('both', 16.0)
+        """
+        if self.interconnect_bandwidth is None:
+            return None
+        if self.interconnect_direction == "both":
+            return self.interconnect_bandwidth / 2
+        if self.interconnect_direction == "each":
+            return self.interconnect_bandwidth
+        return None
+
+    @property
     def ridge_point(self) -> float | None:
         """FP32 FLOPs per byte at which this device stops being memory-bound (roofline)."""
         if self.memory_bandwidth and "fp32" in self.peak_flops:
@@ -219,6 +256,7 @@ def _row_to_spec(row: dict[str, str]) -> DeviceSpec:
         tdp=_number(row["tdp_w"]),
         interconnect=row["interconnect"],
         interconnect_bandwidth=link_gbs * _GB if link_gbs is not None else None,
+        interconnect_direction=row["interconnect_direction"],
         sm_count=int(sm_count) if sm_count is not None else None,
         launch_price_usd=_number(row["launch_price_usd"]),
         source_url=row["source_url"],
@@ -310,14 +348,39 @@ def _prefer_sxm(hits: list[DeviceSpec], query: list[str]) -> DeviceSpec | None:
     return sxm[0] if len(sxm) == 1 else None
 
 
+def _prefer_larger_memory(hits: list[DeviceSpec], query: list[str]) -> DeviceSpec | None:
+    """For a name that says no memory size, the larger of variants that differ only in it.
+
+    "V100" fits the SXM2 module with 16 GB and with 32 GB: the same datasheet column, the
+    same peaks and bandwidth. Variants whose bandwidth or peaks differ (the A100 40GB and
+    80GB) stay ambiguous: the figures would depend on the guess.
+    """
+    if any(_MEMORY_SIZE_WORD.fullmatch(q) for q in query) or len(hits) < 2:
+        return None
+    first = hits[0]
+    if any(
+        (_model(_tokens(s.name)), s.form_factor, s.peak_flops, s.memory_bandwidth)
+        != (
+            _model(_tokens(first.name)),
+            first.form_factor,
+            first.peak_flops,
+            first.memory_bandwidth,
+        )
+        for s in hits
+    ):
+        return None
+    return max(hits, key=lambda s: s.memory_bytes or 0)
+
+
 def get_spec(name: str) -> DeviceSpec:
     """Look a device up by a forgiving name: case, spaces and punctuation do not matter.
 
     ``"h100 sxm"``, ``"H100-SXM5"`` and ``"H100 SXM5 80GB"`` all find the same entry. A name
     that does not say the form factor means the SXM module when the product also comes as
     a PCIe card (``"A100 80GB"`` is the SXM4 module; say ``"A100 80GB PCIe"`` for the
-    card). A name that fits several entries otherwise, or none, raises an error that lists
-    the candidates.
+    card), and the larger of variants that differ only in memory size (``"V100"`` is the
+    32 GB module; the 16 GB one has the same peaks and bandwidth). A name that fits several
+    entries otherwise, or none, raises an error that lists the candidates.
 
     Parameters
     ----------
@@ -375,7 +438,7 @@ def lookup(name) -> DeviceSpec:
     if len(hits) == 1:
         return hits[0]
     if len(hits) > 1:
-        preferred = _prefer_sxm(hits, query)
+        preferred = _prefer_sxm(hits, query) or _prefer_larger_memory(hits, query)
         if preferred is not None:
             return preferred
         names = ", ".join(repr(s.name) for s in hits)

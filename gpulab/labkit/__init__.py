@@ -9,7 +9,8 @@
 * :mod:`~gpulab.labkit.launcher`: multi-process jobs with ``torchrun`` and timeouts;
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
   figures, calculators and result tables;
-* :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions.
+* :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions;
+* :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
   reader's browser).
@@ -34,6 +35,7 @@ _MODULES = (
     "svgchart",
     "training_loop",
     "widgets",
+    "wording",
 )
 
 

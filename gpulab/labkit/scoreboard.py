@@ -9,12 +9,109 @@ See also the chapter *Capstone* and ``notebooks/capstone_lab``.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from gpulab._checks import flag, positive_number, text, wrong_type
 from gpulab.measure.bench import BenchResult
 
-__all__ = ["Scoreboard", "ScoreboardRow"]
+__all__ = ["NoiseTest", "Scoreboard", "ScoreboardRow", "faster_beyond_noise"]
+
+#: Fewest timed blocks per side for :func:`faster_beyond_noise` to judge at all: with three
+#: each, even a complete separation has a one-sided p-value of 1/20.
+MIN_RUNS = 4
+
+
+@dataclass(frozen=True)
+class NoiseTest:
+    """Whether a change made a step faster by more than its run-to-run noise.
+
+    Attributes
+    ----------
+    faster : bool
+        True when the one-sided test rejects "no faster" at level ``alpha``.
+    p_value : float
+        One-sided Mann-Whitney U p-value (normal approximation with tie correction) for
+        "the new timings are no smaller than the old ones"; 1.0 when there are too few runs.
+    alpha : float
+        The level the decision used.
+    n_before, n_after : int
+        Timed blocks on each side.
+    """
+
+    faster: bool
+    p_value: float
+    alpha: float
+    n_before: int
+    n_after: int
+
+    @property
+    def judged(self) -> bool:
+        """Whether both sides had enough timed runs (:data:`MIN_RUNS`) for the test to judge."""
+        return min(self.n_before, self.n_after) >= MIN_RUNS
+
+    def __str__(self) -> str:
+        runs = f"{self.n_before} and {self.n_after} runs"
+        if not self.judged:
+            return f"too few runs to tell from the noise ({runs}; {MIN_RUNS} each needed)"
+        verdict = "faster beyond the noise" if self.faster else "not faster beyond the noise"
+        sign = "<" if self.faster else ">="
+        return f"{verdict} (Mann-Whitney U, p = {self.p_value:.3f} {sign} {self.alpha}, {runs})"
+
+
+def faster_beyond_noise(before: BenchResult, after: BenchResult, *, alpha: float = 0.05):
+    """Test whether ``after``'s timings are smaller than ``before``'s beyond their spread.
+
+    A keep-or-revert decision compares two sets of timed blocks, not two medians: on a
+    shared machine a median can move by its interquartile range from one run to the next.
+    The test is a one-sided Mann-Whitney U test (rank sum) on the blocks' times, which
+    assumes nothing about their distribution; its p-value is the chance of seeing ``after``
+    rank this low if the change made no difference.
+
+    Parameters
+    ----------
+    before, after : BenchResult
+        Timings of the step without and with the change (``gl.benchmark``).
+    alpha : float
+        Level of the test, between 0 and 1 (default 0.05).
+
+    Returns
+    -------
+    NoiseTest
+
+    Examples
+    --------
+    >>> import gpulab as gl
+    >>> def timed(*s):
+    ...     return gl.measure.bench.BenchResult(s, 1, "")
+    >>> faster_beyond_noise(timed(10, 11, 12, 13, 14), timed(5, 6, 7, 8)).faster
+    True
+    >>> print(faster_beyond_noise(timed(10, 11, 12, 13), timed(9, 12, 10, 13)))
+    not faster beyond the noise (Mann-Whitney U, p = 0.384 >= 0.05, 4 and 4 runs)
+    """
+    for name, value in (("before", before), ("after", after)):
+        if not isinstance(value, BenchResult):
+            raise wrong_type(name, value, "a BenchResult (gl.benchmark)")
+    positive_number("alpha", alpha)
+    if alpha >= 1:
+        raise ValueError(f"alpha={alpha!r} must be below 1 (a level such as 0.05)")
+    old, new = list(before.times_s), list(after.times_s)
+    if min(len(old), len(new)) < MIN_RUNS:
+        return NoiseTest(False, 1.0, alpha, len(old), len(new))
+    # U counts the pairs in which the new time is the smaller (ties count a half).
+    u = sum((b < a) + 0.5 * (b == a) for a in old for b in new)
+    n1, n2 = len(old), len(new)
+    n = n1 + n2
+    counts: dict[float, int] = {}
+    for t in old + new:
+        counts[t] = counts.get(t, 0) + 1
+    ties = sum(c**3 - c for c in counts.values())
+    var = n1 * n2 / 12 * ((n + 1) - ties / (n * (n - 1)))
+    if var <= 0:
+        return NoiseTest(False, 1.0, alpha, n1, n2)
+    z = (u - n1 * n2 / 2 - 0.5) / math.sqrt(var)  # with a continuity correction
+    p = 0.5 * math.erfc(z / math.sqrt(2))
+    return NoiseTest(p < alpha, p, alpha, n1, n2)
 
 
 @dataclass(frozen=True)
@@ -91,6 +188,11 @@ class Scoreboard:
         """Median seconds per step of the last kept, measured step."""
         kept = [r for r in self.rows if r.kept and r.measured is not None]
         return kept[-1].measured.median_s
+
+    @property
+    def current(self) -> BenchResult:
+        """The timing of the last kept, measured step: what the next fix is tested against."""
+        return [r for r in self.rows if r.kept and r.measured is not None][-1].measured
 
     @property
     def total_speedup(self) -> float:
