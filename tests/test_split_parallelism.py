@@ -129,3 +129,21 @@ def test_expert_capacity():
     assert sl.expert_capacity(100, 8, 1, 1.25) == math.ceil(1.25 * 100 / 8) == 16
     with pytest.raises(ValueError, match="capacity_factor"):
         sl.expert_capacity(100, 8, 1, 0)
+
+
+def test_the_timeline_drawing_shows_the_simulated_idle_share():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import gpulab as gl
+
+    runs = {
+        name: ps.simulate_orders(name, [1e-3] * 2, [2e-3] * 2, 4, virtual_stages=v,
+                                 weight_s=[1e-3] * 2 if name == "zb-h1" else None)
+        for name, v in (("1f1b", 1), ("interleaved", 2), ("zb-h1", 1))
+    }  # fmt: skip
+    fig, bubbles = gl.diagrams.draw_schedule_runs({n: list(r.ops) for n, r in runs.items()})
+    assert bubbles == pytest.approx({n: r.bubble for n, r in runs.items()})
+    assert len(fig.axes) == 3
+    with pytest.raises(ValueError, match=r"runs\['x'\]\[0\]"):
+        gl.diagrams.draw_schedule_runs({"x": [(0, "Q", 0, 0, 0.0, 1.0)]})

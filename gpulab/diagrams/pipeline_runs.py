@@ -38,8 +38,10 @@ def draw_schedule_runs(runs: dict, *, title: str = ""):
     Parameters
     ----------
     runs : dict
-        Panel label (a schedule name from :data:`ORDER_SCHEDULES` or any text) to a list of
-        operations ``(rank, kind, chunk, microbatch, start_s, end_s)``.
+        Panel label (a schedule name, ``"gpipe"``, ``"1f1b"``, ``"interleaved"`` or
+        ``"zb-h1"``, or any text) to a list of operations
+        ``(rank, kind, chunk, microbatch, start_s, end_s)``. Boxes too narrow for a label
+        are drawn without one.
     title : str
         Figure title.
 
@@ -76,10 +78,10 @@ def draw_schedule_runs(runs: dict, *, title: str = ""):
                 linewidth=0.6,
                 alpha=1.0 if chunk == 0 else 0.7,
             )
-            label = f"{kind}{mb}" if chunks == 1 else f"{kind}{mb}.{chunk}"
-            ax.text(
-                (start + end) / 2, rank, label, ha="center", va="center", fontsize=5, color="white"
-            )
+            if end - start > longest / 45:  # a label only where it fits
+                label = f"{kind}{mb}" if chunks == 1 else f"{kind}{mb}.{chunk}"
+                ax.text((start + end) / 2, rank, label, ha="center", va="center", fontsize=5,
+                        color="white")  # fmt: skip
         ax.set_yticks(range(ranks), [f"rank {r}" for r in range(ranks)])
         ax.invert_yaxis()
         ax.set_xlim(0, longest * 1.01)
