@@ -240,3 +240,58 @@ def test_the_course_compares_time_to_train_with_a_cited_mlperf_run():
     assert c.error == pytest.approx(0.56, abs=0.01)
     (row,) = _by_model(collect_accuracy(root))["Time to train vs MLPerf"]
     assert row.recorded and "B200" in row.device
+
+
+PIPELINE_TABLE = """schedule   m     step  bubble  model  peak activations (stage 0, 1)     model
+   gpipe   1   90.2ms     40%    50%                   3 MiB, 2 MiB   3 MiB, 2 MiB
+   gpipe   2   81.3ms     27%    33%                   3 MiB, 2 MiB   3 MiB, 2 MiB
+    1f1b   1   93.4ms     41%    50%                   3 MiB, 2 MiB   3 MiB, 2 MiB
+    1f1b   8   93.1ms     18%    11%               768 KiB, 256 KiB   768 KiB, 256 KiB
+"""
+
+
+def test_the_pipeline_reader_reads_the_table_with_a_schedule_column(tmp_path):
+    root = _repo(tmp_path, {"distributed_lab": _notebook([_stream(PIPELINE_TABLE)])})
+    (bubble,) = _by_model(collect_accuracy(root))["Pipeline bubble"]
+    # Gaps -10, -6, -9, +7 points: median |gap| 8, largest -10.
+    assert bubble.value == pytest.approx(0.08)
+    assert "4 runs (GPipe and 1F1B)" in bubble.error and "-10 points" in bubble.error
+
+
+def test_the_pipeline_row_comes_from_the_distributed_labs_recording():
+    # The recorded lab's own table, parsed here column by column, not with the reader's pattern.
+    root = find_root()
+    nb = json.loads((root / "notebooks" / "distributed_lab.ipynb").read_text())
+    gaps = []
+    for cell in nb["cells"]:
+        for output in cell.get("outputs", []):
+            for line in "".join(output.get("text", "")).splitlines():
+                words = line.split()
+                if len(words) > 4 and words[0] in ("gpipe", "1f1b") and words[3].endswith("%"):
+                    gaps.append(int(words[3][:-1]) - int(words[4][:-1]))
+    assert len(gaps) >= 4, "the distributed lab's pipeline table is not in its recording"
+    (bubble,) = [
+        e
+        for e in _by_model(collect_accuracy(root))["Pipeline bubble"]
+        if e.lab == "distributed_lab" and e.device.startswith("CPU")
+    ]
+    assert bubble.recorded and f"{len(gaps)} runs (GPipe and 1F1B)" in bubble.error
+    import statistics
+
+    assert bubble.value == pytest.approx(statistics.median(abs(g) for g in gaps) / 100)
+
+
+def test_the_parallelism_lab_records_a_comparison_for_each_of_its_models():
+    found = _by_model(collect_accuracy(find_root()))
+    for name in (
+        "Sequence-parallel activations",
+        "Context-parallel load balance",
+        "Expert all-to-all bytes",
+        "Pipeline schedules, simulated",
+    ):
+        (entry,) = [e for e in found[name] if e.device.startswith("CPU")]
+        assert entry.lab == "parallelism_lab" and entry.recorded and entry.date, name
+    (activations,) = [
+        e for e in found["Sequence-parallel activations"] if e.device.startswith("CPU")
+    ]
+    assert activations.target == 0.02 and activations.meets_target

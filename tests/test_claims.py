@@ -26,6 +26,7 @@ LABS_WITH_CLAIMS = {
     "case_bert_lab": 1,
     "case_alphago_lab": 2,
     "case_resnet_lab": 2,
+    "parallelism_lab": 4,
 }
 
 

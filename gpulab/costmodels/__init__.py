@@ -9,6 +9,10 @@
 * :mod:`~gpulab.costmodels.comms`: collectives (α–β) and the data-parallel step;
 * :mod:`~gpulab.costmodels.parallelism`: pipeline, tensor, sequence, context, expert and
   sharded data parallelism, and a rule for combining them;
+* :mod:`~gpulab.costmodels.pipeline_schedules`: GPipe, 1F1B, interleaved 1F1B and ZB-H1 as
+  per-rank orders, simulated, with their bubble formulas;
+* :mod:`~gpulab.costmodels.split_layers`: sequence-parallel collectives, causal work per
+  context-parallel rank, expert capacity;
 * :mod:`~gpulab.costmodels.training_time`: time to train, MFU and HFU;
 * :mod:`~gpulab.costmodels.published_models`: published models' sizes and shapes;
 * :mod:`~gpulab.costmodels.inference`: KV cache, weights and decode speed;
@@ -30,9 +34,11 @@ _MODULES = (
     "memory",
     "overhead",
     "parallelism",
+    "pipeline_schedules",
     "published_models",
     "roofline",
     "rounding",
+    "split_layers",
     "training_time",
 )
 

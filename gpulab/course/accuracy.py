@@ -243,9 +243,15 @@ def _dp_step(nb: dict, root: Path) -> Reading:
     )
 
 
+#: A row of the distributed lab's pipeline table: schedule (absent in older recordings),
+#: micro-batches, step time, measured bubble, modelled bubble.
+_PIPELINE_ROW = re.compile(r"^\s*(gpipe|1f1b)?\s*(\d+)\s+[\d.]+ms\s+(\d+)%\s+(\d+)%", re.M)
+
+
 def _pipeline(nb: dict, root: Path) -> Reading:
-    rows = re.findall(r"^\s*(\d+)\s+[\d.]+ms\s+(\d+)%\s+(\d+)%", _text(nb), re.M)
-    gaps = [(float(measured) - float(model)) / 100 for _, measured, model in rows]
+    rows = _PIPELINE_ROW.findall(_text(nb))
+    gaps = [(float(measured) - float(model)) / 100 for _, _, measured, model in rows]
+    schedules = sorted({name for name, *_ in rows if name}, key=["gpipe", "1f1b"].index)
     if not gaps:
         data = _json(root / "notebooks" / "dist_lab" / "pipeline.json")
         rows_json = data.get("rows") if isinstance(data, dict) else None
@@ -263,9 +269,15 @@ def _pipeline(nb: dict, root: Path) -> Reading:
         return None
     median = statistics.median(abs(g) for g in gaps)
     largest = max(gaps, key=abs)
+    names = {"gpipe": "GPipe", "1f1b": "1F1B"}
+    runs = (
+        f"{len(gaps)} runs ({' and '.join(names[n] for n in schedules)})"
+        if schedules
+        else (f"{len(gaps)} micro-batch counts")
+    )
     return (
         f"bubble fraction off by a median {100 * median:.0f} percentage points over "
-        f"{len(gaps)} micro-batch counts (largest {100 * largest:+.0f} points)",
+        f"{runs}, largest {100 * largest:+.0f} points",
         median,
         None,
     )
@@ -453,9 +465,39 @@ MODELS: tuple[_Model, ...] = (
     ),
     _Model(
         "Pipeline bubble",
-        "idle fraction (p − 1)/(m + p − 1) of a GPipe schedule, against the measured idle fraction",
+        "idle fraction (p − 1)/(m + p − 1) of the GPipe and 1F1B schedules, against the "
+        "measured idle fraction",
         ("distributed_lab",),
         _pipeline,
+    ),
+    _Model(
+        "Sequence-parallel activations",
+        "bytes a transformer layer saves for backward per rank (Korthikanti et al.'s count, "
+        "gl.layer_activation_bytes), unsplit, tensor parallel and sequence parallel, against "
+        "the bytes counted by a saved-tensors hook",
+        ("parallelism_lab",),
+        _metadata_reader("sequence-parallel activations"),
+    ),
+    _Model(
+        "Context-parallel load balance",
+        "the busiest rank's share of causal attention work from its query-key pairs, against "
+        "its measured share of the attention time (contiguous split)",
+        ("parallelism_lab",),
+        _metadata_reader("context-parallel load balance"),
+    ),
+    _Model(
+        "Expert all-to-all bytes",
+        "bytes each rank sends in a mixture-of-experts layer's four all-to-alls, 4kTh(e−1)/e, "
+        "against the bytes sent",
+        ("parallelism_lab",),
+        _metadata_reader("expert all-to-all bytes"),
+    ),
+    _Model(
+        "Pipeline schedules, simulated",
+        "idle share of GPipe, 1F1B, interleaved 1F1B and ZB-H1 simulated from the measured "
+        "per-operation and message times, against the measured idle share",
+        ("parallelism_lab",),
+        _metadata_reader("pipeline schedules (simulated)"),
     ),
     _Model(
         "Sharded memory",

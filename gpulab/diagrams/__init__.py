@@ -13,6 +13,7 @@ they are computed. Call the drawings as ``gl.diagrams.draw_...``:
 * :mod:`~gpulab.diagrams.collectives`: the ring all-reduce step by step; tree vs ring;
 * :mod:`~gpulab.diagrams.parallelism`: ZeRO stages, tensor-parallel linear layers;
 * :mod:`~gpulab.diagrams.schedules`: pipeline schedules (GPipe, 1F1B) and the input pipeline;
+* :mod:`~gpulab.diagrams.pipeline_runs`: pipeline steps as they ran, interleaved and ZB-H1 too;
 * :mod:`~gpulab.diagrams.recorded`: reading a lab's recorded measurements for them.
 
 Every figure has an opaque white background, so it reads the same on the book's light and
@@ -30,6 +31,7 @@ _EXPORTS = {
     "hardware": ("draw_cpu_vs_gpu", "draw_memory_ladder", "draw_sm_anatomy"),
     "kernels": ("draw_launch_mapping", "draw_tiling"),
     "parallelism": ("draw_tensor_parallel", "draw_zero_stages"),
+    "pipeline_runs": ("draw_schedule_runs",),
     "schedules": ("draw_input_pipeline", "draw_pipeline_gantt"),
 }
 _WHERE = {name: module for module, names in _EXPORTS.items() for name in names}
