@@ -1,8 +1,6 @@
 """The gym labs' student copies: the worked kernels are gone, and the labs run to the end
 with every graded exercise saying it is not answered yet."""
 
-import os
-import sys
 
 import nbformat
 import pytest
@@ -14,7 +12,7 @@ GYM_LABS = ["notebooks/kernel_gym_lab.ipynb", "notebooks/kernel_gym_attention_la
 
 @pytest.mark.parametrize("lab", GYM_LABS)
 def test_the_student_copy_keeps_the_starters_drops_the_kernels_and_runs(tmp_path, root, lab):
-    from nbclient import NotebookClient
+    from run_notebook import run_with_this_checkout
 
     original = nbformat.read(root / lab, as_version=4)
     copy = student_copy(original)
@@ -25,19 +23,7 @@ def test_the_student_copy_keeps_the_starters_drops_the_kernels_and_runs(tmp_path
     assert text.count(STUDENT_ANSWER) == sum(
         "solution" in c.metadata.get("tags", []) for c in original.cells if c.cell_type == "code"
     )
-    env_path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    old_path, old_pp = os.environ.get("PATH", ""), os.environ.get("PYTHONPATH")
-    os.environ["PATH"] = env_path  # the kernel's "python" is this interpreter
-    os.environ["PYTHONPATH"] = str(root)  # and it imports this checkout's gpulab
-    try:  # about 20 s: the starters are graded in the simulator, as in the lab
-        NotebookClient(copy, timeout=300, kernel_name="python3",
-                       resources={"metadata": {"path": str(tmp_path)}}).execute()  # fmt: skip
-    finally:
-        os.environ["PATH"] = old_path
-        if old_pp is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old_pp
+    run_with_this_checkout(copy, root, tmp_path)  # about 20 s: starters graded as in the lab
     code = [c for c in copy.cells if c.cell_type == "code"]
     graded = [
         c for c in code if "grade_kernel(answer" in c.source or "grade_triton(answer" in c.source

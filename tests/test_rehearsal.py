@@ -23,6 +23,7 @@ from pathlib import Path
 import nbformat
 import pytest
 from rehearsal.fake_cuda import UNJUDGED_CLAIM
+from run_notebook import run_notebook
 
 ROOT = Path(__file__).resolve().parents[1]
 REHEARSAL = ROOT / "tests" / "rehearsal"
@@ -43,21 +44,8 @@ def rehearsal_env(gpu: str) -> dict[str, str]:
 
 def rehearse(lab: Path, gpu: str) -> nbformat.NotebookNode:
     """Run ``lab`` to its end in a rehearsal kernel for ``gpu``; return the executed notebook."""
-    from jupyter_client.manager import KernelManager
-    from nbclient import NotebookClient
-
     nb = nbformat.read(lab, as_version=4)
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=rehearsal_env(gpu), cwd=str(lab.parent))
-    try:
-        client = NotebookClient(
-            nb, km=km, timeout=CELL_TIMEOUT_S, allow_errors=False, record_timing=True
-        )
-        client.execute()
-    finally:
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
-    return nb
+    return run_notebook(nb, lab.parent, rehearsal_env(gpu), timeout_s=CELL_TIMEOUT_S)
 
 
 def _text(nb: nbformat.NotebookNode) -> str:

@@ -1,7 +1,5 @@
 """Student copies: solutions really gone, notebooks still valid, and they run to the end."""
 
-import os
-import sys
 
 import nbformat
 import pytest
@@ -110,26 +108,10 @@ def test_command_writes_copies_and_refuses_the_labs_folder(tmp_path, root, capsy
 
 
 def test_student_copy_of_lab_1_runs_to_the_end_on_cpu(tmp_path, root):
-    from nbclient import NotebookClient
+    from run_notebook import run_with_this_checkout
 
     copy = student_copy(nbformat.read(root / LAB, as_version=4))
-    env_path = os.path.dirname(sys.executable) + os.pathsep + os.environ.get("PATH", "")
-    old_path, old_pp = os.environ.get("PATH", ""), os.environ.get("PYTHONPATH")
-    os.environ["PATH"] = env_path  # the kernel's "python" is this interpreter
-    os.environ["PYTHONPATH"] = str(root)  # and it imports this checkout's gpulab
-    try:
-        NotebookClient(
-            copy,
-            timeout=300,
-            kernel_name="python3",
-            resources={"metadata": {"path": str(tmp_path)}},
-        ).execute()
-    finally:
-        os.environ["PATH"] = old_path
-        if old_pp is None:
-            os.environ.pop("PYTHONPATH", None)
-        else:
-            os.environ["PYTHONPATH"] = old_pp
+    run_with_this_checkout(copy, root, tmp_path)
     code = [c for c in copy.cells if c.cell_type == "code"]
     assert all(c.execution_count for c in code), "a cell did not run"
     checks = [c for c in code if "gl.check(" in c.source]

@@ -350,17 +350,29 @@ def _global_loads_target(tile: int) -> Target:
     )
 
 
+#: Matmul shapes (M, N, K) a grader runs: one element, non-multiples of the tile, tall, wide.
+_MATMUL_SHAPES = ((1, 1, 1), (20, 33, 7), (40, 9, 24), (32, 32, 32))
+
+
+def _describe_mnk(shape) -> str:
+    return f"M, N, K = {shape[0]}, {shape[1]}, {shape[2]}"
+
+
+def _matmul_reference(arrays) -> dict:
+    return {"C": arrays["A"].astype(np.float64) @ arrays["B"].astype(np.float64)}
+
+
 def _matmul_task() -> Task:
     t = MATMUL_TILE
     return Task(
         name="matmul",
         title="A tiled matmul for any shape",
         args=("A", "B", "C", "M", "N", "K"),
-        shapes=((1, 1, 1), (20, 33, 7), (40, 9, 24), (32, 32, 32)),
-        describe=lambda s: f"M, N, K = {s[0]}, {s[1]}, {s[2]}",
+        shapes=_MATMUL_SHAPES,
+        describe=_describe_mnk,
         inputs=_matmul_inputs,
         outputs=("C",),
-        reference=lambda a: {"C": a["A"].astype(np.float64) @ a["B"].astype(np.float64)},
+        reference=_matmul_reference,
         launch=lambda s: ((_cdiv(s[1], t), _cdiv(s[0], t)), (t, t)),
         targets=(
             _global_loads_target(t),
@@ -391,11 +403,11 @@ def _coarse_task() -> Task:
         name="matmul_coarse",
         title="Register tiles: four outputs per thread",
         args=("A", "B", "C", "M", "N", "K"),
-        shapes=((1, 1, 1), (20, 33, 7), (40, 9, 24), (32, 32, 32)),
-        describe=lambda s: f"M, N, K = {s[0]}, {s[1]}, {s[2]}",
+        shapes=_MATMUL_SHAPES,
+        describe=_describe_mnk,
         inputs=_matmul_inputs,
         outputs=("C",),
-        reference=lambda a: {"C": a["A"].astype(np.float64) @ a["B"].astype(np.float64)},
+        reference=_matmul_reference,
         launch=lambda s: ((_cdiv(s[1], t), _cdiv(s[0], t)), (t, t // r)),
         targets=(
             _global_loads_target(t),
