@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import csv
 import functools
+import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -136,17 +137,27 @@ class PublishedRun:
 
 
 @functools.cache
-def _file_runs() -> tuple[PublishedRun, ...]:
-    data = resources.files("gpulab").joinpath("data/published_runs.csv")
-    rows = csv.DictReader(data.read_text(encoding="utf-8").splitlines())
+def _file_runs(path: str | None) -> tuple[PublishedRun, ...]:
+    if path is None:
+        data = resources.files("gpulab").joinpath("data/published_runs.csv")
+        content = data.read_text(encoding="utf-8")
+    else:
+        with open(path, encoding="utf-8") as handle:
+            content = handle.read()
+    rows = csv.DictReader(content.splitlines())
     return tuple(
         PublishedRun(**{k: int(v) if k in _INTEGER_COLUMNS else v for k, v in row.items()})
         for row in rows
     )
 
 
-def published_runs() -> tuple[PublishedRun, ...]:
-    """Every run in ``gpulab/data/published_runs.csv``, in the file's order.
+def published_runs(path=None) -> tuple[PublishedRun, ...]:
+    """Every run in ``gpulab/data/published_runs.csv`` (or the CSV at ``path``), in order.
+
+    Parameters
+    ----------
+    path : str or os.PathLike, optional
+        A CSV file with the same columns; default the package's own.
 
     Examples
     --------
@@ -155,7 +166,9 @@ def published_runs() -> tuple[PublishedRun, ...]:
     >>> run.spec, run.n_gpus, round(run.time_s, 3)
     ('B200', 8, 220.268)
     """
-    return _file_runs()
+    if path is not None and not isinstance(path, str | os.PathLike):
+        raise wrong_type("path", path, "a path or None")
+    return _file_runs(None if path is None else os.fspath(path))
 
 
 @dataclass(frozen=True)
@@ -260,7 +273,9 @@ class LeaveOneOut:
 def leave_one_out(runs: Sequence[PublishedRun] | None = None) -> list[LeaveOneOut]:
     """Predict every run's time with a utilisation from the other runs of its benchmark.
 
-    A run whose benchmark has no other run is left out (there is nothing to learn from).
+    A run whose benchmark has no other run is left out (there is nothing to learn from). A
+    utilisation above 1 (possible where the FLOP count overstates the work) is capped at 1,
+    the most :func:`gpulab.time_to_train` accepts.
 
     Examples
     --------
