@@ -325,3 +325,27 @@ def test_the_parallelism_lab_records_a_comparison_for_each_of_its_models():
         e for e in found["Sequence-parallel activations"] if e.device.startswith("CPU")
     ]
     assert activations.target == 0.02 and activations.meets_target
+
+
+DP_TEXT = """fitted on 2 ranks (gloo): alpha = 773.1 us, beta = 1.177 GB/s
+2 ranks, 399,370 parameters each: the largest difference between replicas is 0.0 - identical.
+1 rank :   22,548 samples/s (2.8 ms/step)
+2 ranks:   15,470 samples/s (8.3 ms/step)
+model, overlap 0%: all-reduce 2.90 ms, step 5.7 ms, efficiency 49%
+"""
+
+
+def test_the_step_model_pays_the_latency_once_per_ddp_bucket(tmp_path):
+    root = _repo(tmp_path, {"distributed_lab": _notebook([_stream(DP_TEXT)])})
+    (step,) = _by_model(collect_accuracy(root))["Data-parallel step time"]
+    # 399,370 x 4 bytes = 1.6 MB: past DDP's 1 MiB first bucket, so 2 buckets, and the second
+    # adds one more all-reduce's latency, 2(p - 1) alpha = 2 x 773.1 us, to the 5.7 ms printed.
+    bucketed_ms = 5.7 + 2 * 0.7731
+    assert step.value == pytest.approx(bucketed_ms / 8.3 - 1)
+    assert step.value == pytest.approx(-0.127, abs=0.001) and step.meets_target
+    assert "DDP's 2 gradient buckets" in step.error and "7.2 ms" in step.error
+
+
+def test_the_recorded_distributed_lab_meets_the_step_target():
+    (step,) = _by_model(collect_accuracy(find_root(__file__)))["Data-parallel step time"]
+    assert step.target == 0.15 and step.meets_target and "buckets" in step.error
