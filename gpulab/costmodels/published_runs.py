@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib import resources
 
-from gpulab._checks import positive_int, positive_number, text, wrong_type
+from gpulab._checks import choice, positive_int, positive_number, text, wrong_type
 from gpulab.hardware.precision import peak_precision
 from gpulab.hardware.specs import resolve_spec
 
@@ -90,8 +90,9 @@ class PublishedRun:
     source: str
 
     def __post_init__(self) -> None:
-        for name in ("name", "round", "benchmark", "submitter", "system", "spec", "source"):
+        for name in ("name", "round", "benchmark", "submitter", "system", "source"):
             text(name, getattr(self, name))
+        resolve_spec("spec", self.spec)
         for name in _INTEGER_COLUMNS:
             positive_int(name, getattr(self, name))
         if self.run_stop_ms <= self.run_start_ms:
@@ -189,6 +190,16 @@ class UtilisationEstimate:
     runs: tuple[PublishedRun, ...]
     basis: str
 
+    def __post_init__(self) -> None:
+        positive_number("value", self.value)
+        if not isinstance(self.runs, tuple):
+            raise wrong_type("runs", self.runs, "a non-empty tuple of PublishedRun")
+        if not self.runs:
+            raise ValueError("runs=() must hold at least one PublishedRun")
+        if not all(isinstance(r, PublishedRun) for r in self.runs):
+            raise wrong_type("runs", self.runs, "a non-empty tuple of PublishedRun")
+        choice("basis", self.basis, ("same architecture", "same benchmark"))
+
 
 def _as_runs(runs) -> tuple[PublishedRun, ...]:
     if runs is None:
@@ -264,6 +275,13 @@ class LeaveOneOut:
     estimate: UtilisationEstimate
     predicted_s: float
 
+    def __post_init__(self) -> None:
+        if not isinstance(self.run, PublishedRun):
+            raise wrong_type("run", self.run, "a PublishedRun")
+        if not isinstance(self.estimate, UtilisationEstimate):
+            raise wrong_type("estimate", self.estimate, "a UtilisationEstimate")
+        positive_number("predicted_s", self.predicted_s)
+
     @property
     def error(self) -> float:
         """Prediction against the published time, as a signed fraction."""
@@ -296,5 +314,5 @@ def leave_one_out(runs: Sequence[PublishedRun] | None = None) -> list[LeaveOneOu
         predicted = time_to_train(
             job, run.spec, n_gpus=run.n_gpus, utilisation=min(1.0, estimate.value)
         )
-        found.append(LeaveOneOut(run, estimate, positive_number("time", predicted.time_s)))
+        found.append(LeaveOneOut(run, estimate, predicted.time_s))
     return found
