@@ -47,6 +47,17 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import gpulab as gl  # noqa: E402
+from gpulab.costmodels.published_runs import (  # noqa: E402
+    leave_one_out as _leave_one_out,
+)
+from gpulab.costmodels.published_runs import (  # noqa: E402
+    published_runs as _published_runs,
+)
+from gpulab.costmodels.published_runs import (  # noqa: E402
+    published_utilisation as _published_utilisation,
+)
+
+_BERT = "BERT-large to 0.72 masked-LM accuracy"
 
 #: Longest a call with one bad argument may take before it counts as not refusing it.
 CALL_LIMIT_S = 5
@@ -77,6 +88,7 @@ CONTRACT_MODULES = (
     "gpulab.costmodels.overhead",
     "gpulab.costmodels.parallelism",
     "gpulab.costmodels.published_models",
+    "gpulab.costmodels.published_runs",
     "gpulab.costmodels.roofline",
     "gpulab.costmodels.rounding",
     "gpulab.costmodels.training_time",
@@ -223,7 +235,15 @@ BASELINES = {
     "broadcast_time": lambda: ((1e6, 4), dict(_LINK)),
     "bus_bandwidth": lambda: ((1e9, 0.01, 2), {}),
     "collective_time": lambda: (("allreduce", 1e6, 4), dict(_LINK)),
-    "dp_step_time": lambda: ((0.1, 1e8, 8), dict(link="PCIe 4")),
+    "dp_step_time": lambda: ((0.1, 1e8, 8), dict(link="PCIe 4", buckets=2)),
+    "ddp_buckets": lambda: ((1.6e6,), dict(bucket_cap_mb=25.0)),
+    # ---- published runs
+    "PublishedRun": lambda: _fields(_published_runs()[0]),
+    "published_runs": lambda: ((), {}),
+    "published_utilisation": lambda: ((_BERT, "H200"), {}),
+    "UtilisationEstimate": lambda: _fields(_published_utilisation(_BERT, "H200")),
+    "leave_one_out": lambda: ((list(_published_runs()),), {}),
+    "LeaveOneOut": lambda: _fields(_leave_one_out()[0]),
     "fit_alpha_beta": lambda: (
         ([1e3, 1e5, 1e7], [gl.allreduce_time(n, 4, **_LINK) for n in (1e3, 1e5, 1e7)], 4),
         {},
@@ -675,7 +695,20 @@ KINDS: dict[str, dict] = {
         "link": "link",
         "overlap": "frac",
         "alpha_s": "nonneg",
+        "buckets": "count",
     },
+    "ddp_buckets": {"bucket_cap_mb": "pos"},
+    "PublishedRun": {
+        **dict.fromkeys(("round", "benchmark", "submitter", "system"), "text"),
+        **dict.fromkeys(
+            ("n_gpus", "n_params", "embedding_params", "layers", "hidden", "seq_len"), "count"
+        ),
+        **dict.fromkeys(("train_samples", "run_start_ms", "run_stop_ms"), "count"),
+    },
+    "published_utilisation": {"benchmark": "text"},
+    "UtilisationEstimate": {"value": "pos", "runs": ["runs", 42], "basis": "choice"},
+    "leave_one_out": {"runs": ["runs", 42]},
+    "LeaveOneOut": {"run": ["run", 42], "estimate": ["estimate", 42], "predicted_s": "pos"},
     "interconnect": {"name": "link"},
     "Interconnect": {"bandwidth": "pos", "latency_s": "nonneg", "year": "count"},
     "StepTime": {"n_gpus": "count"},

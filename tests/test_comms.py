@@ -320,3 +320,51 @@ def test_the_ring_refuses_values_that_are_not_a_table_of_numbers():
     for bad in ([1.0, 2.0], [[1.0, float("nan")], [1.0, 2.0]], [[1.0, 2.0], [1.0]]):
         with pytest.raises(ValueError, match="values"):
             ring(bad)
+
+
+def test_ddp_buckets_follow_ddps_caps():
+    from gpulab.costmodels.comms import ddp_buckets
+
+    mib = 2**20
+    # Up to the 1 MiB first bucket: one; then 25 MiB more per bucket.
+    assert ddp_buckets(0) == 1 and ddp_buckets(mib) == 1
+    assert ddp_buckets(mib + 1) == 2 and ddp_buckets(26 * mib) == 2
+    assert ddp_buckets(26 * mib + 1) == 3
+    # The distributed lab's MLP, 399,370 FP32 gradients: 2, as DDP itself assigns them.
+    assert ddp_buckets(399_370 * 4) == 2
+    # An explicit cap applies to every bucket, the first included.
+    assert ddp_buckets(399_370 * 4, bucket_cap_mb=1) == 2
+    assert ddp_buckets(3 * mib, bucket_cap_mb=1) == 3
+    with pytest.raises(ValueError, match="bucket_cap_mb=0"):
+        ddp_buckets(mib, bucket_cap_mb=0)
+    with pytest.raises(ValueError, match="grad_bytes=-1"):
+        ddp_buckets(-1)
+
+
+def test_ddp_buckets_match_torchs_own_assignment():
+    dist = pytest.importorskip("torch.distributed")
+    from torch import nn
+
+    from gpulab.costmodels.comms import DDP_BUCKET_CAP_BYTES, DDP_FIRST_BUCKET_BYTES, ddp_buckets
+
+    assert dist._DEFAULT_FIRST_BUCKET_BYTES == DDP_FIRST_BUCKET_BYTES
+    for width in (128, 512, 2048):
+        model = nn.Sequential(nn.Linear(256, width), nn.ReLU(), nn.Linear(width, 10))
+        params = list(model.parameters())
+        buckets, _ = dist._compute_bucket_assignment_by_size(
+            params, [DDP_FIRST_BUCKET_BYTES, DDP_BUCKET_CAP_BYTES], [False] * len(params)
+        )
+        grad_bytes = 4 * sum(p.numel() for p in params)
+        assert ddp_buckets(grad_bytes) == len(buckets), width
+
+
+def test_each_bucket_pays_the_latency_once():
+    # 2 ranks, alpha 1 ms, 1 GB/s: one all-reduce of 1 MB is 2 x 1 ms + 1 MB / 1 GB/s = 3 ms;
+    # three buckets add two more latencies, 2 x 2 ms, and no bytes: 7 ms.
+    link = gl.Interconnect("test", bandwidth=1e9, latency_s=1e-3, source_url="hand-made")
+    one = gl.dp_step_time(0.01, 1e6, 2, link=link)
+    three = gl.dp_step_time(0.01, 1e6, 2, link=link, buckets=3)
+    assert one.comm_s == pytest.approx(3e-3) and three.comm_s == pytest.approx(7e-3)
+    assert three.total_s == pytest.approx(0.017)
+    with pytest.raises(ValueError, match="buckets=0"):
+        gl.dp_step_time(0.01, 1e6, 2, link=link, buckets=0)

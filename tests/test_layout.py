@@ -175,6 +175,7 @@ STDLIB_ONLY = (
     "gpulab.costmodels.parallelism",
     "gpulab.costmodels.training_time",
     "gpulab.costmodels.published_models",
+    "gpulab.costmodels.published_runs",
     "gpulab.costmodels.inference",
     "gpulab.costmodels.chooser",
     "gpulab.kernels.occupancy",

@@ -52,6 +52,7 @@ __all__ = [
     "broadcast_time",
     "bus_bandwidth",
     "collective_time",
+    "ddp_buckets",
     "dp_step_time",
     "fit_alpha_beta",
     "reduce_scatter_time",
@@ -440,6 +441,55 @@ class StepTime:
         return self.n_gpus * self.efficiency
 
 
+#: DDP's default bucket cap, ``bucket_cap_mb=25`` (MiB), in bytes (PyTorch 2.x).
+DDP_BUCKET_CAP_BYTES = 25 * 2**20
+
+#: DDP's smaller first bucket, 1 MiB (``torch.distributed._DEFAULT_FIRST_BUCKET_BYTES``),
+#: used only while ``bucket_cap_mb`` is left at its default.
+DDP_FIRST_BUCKET_BYTES = 2**20
+
+
+def ddp_buckets(grad_bytes: float, *, bucket_cap_mb: float | None = None) -> int:
+    """How many all-reduces ``DistributedDataParallel`` splits ``grad_bytes`` of gradients into.
+
+    DDP gathers gradients into buckets as backward produces them and all-reduces each
+    bucket as soon as it is full. With the defaults, the first bucket holds 1 MiB (so
+    communication can start early) and each later one 25 MiB; with ``bucket_cap_mb`` given,
+    every bucket holds that many MiB. Counted from bytes, as if a gradient tensor could be
+    split between buckets (DDP keeps each tensor whole, so a bucket can hold a little more
+    than its cap)::
+
+        buckets = 1                                  if grad_bytes ≤ first
+                  1 + ⌈(grad_bytes − first) / cap⌉   otherwise
+
+    Parameters
+    ----------
+    grad_bytes : float
+        Bytes of gradients per step (parameters × bytes per gradient), 0 or more.
+    bucket_cap_mb : float, optional
+        DDP's ``bucket_cap_mb``, in MiB (DDP's unit, 2**20 bytes); default 25 with a
+        1 MiB first bucket.
+
+    Examples
+    --------
+    The distributed lab's MLP: 399,370 FP32 gradients, 1.6 MB, more than the first 1 MiB:
+
+    >>> from gpulab.costmodels.comms import ddp_buckets
+    >>> ddp_buckets(399_370 * 4), ddp_buckets(2**20), ddp_buckets(399_370 * 4, bucket_cap_mb=25)
+    (2, 1, 1)
+    >>> ddp_buckets(100e6)   # 1 MiB, then 25 MiB at a time: 1 + ceil(98.95 / 26.21)
+    5
+    """
+    grad = non_negative_number("grad_bytes", grad_bytes)
+    if bucket_cap_mb is None:
+        first, cap = DDP_FIRST_BUCKET_BYTES, DDP_BUCKET_CAP_BYTES
+    else:
+        first = cap = positive_number("bucket_cap_mb", bucket_cap_mb) * 2**20
+    if grad <= first:
+        return 1
+    return 1 + math.ceil((grad - first) / cap)
+
+
 def dp_step_time(
     compute_s: float,
     grad_bytes: float,
@@ -448,6 +498,7 @@ def dp_step_time(
     link,
     overlap: float = 0.0,
     alpha_s: float | None = None,
+    buckets: int = 1,
 ) -> StepTime:
     """Predict one data-parallel (DDP) step: compute plus the exposed gradient all-reduce.
 
@@ -475,6 +526,10 @@ def dp_step_time(
     alpha_s : float, optional
         Per-message latency; default the link's published latency, or 0 where there is
         none (then the model is a bandwidth-only lower bound).
+    buckets : int
+        All-reduces the gradients are split into (default 1, one for all of them). Each
+        pays the ring's latency ``2(p-1)·α``; the bytes, and so the bandwidth term, are the
+        same however they are split. DDP's count is :func:`ddp_buckets` of ``grad_bytes``.
 
     Returns
     -------
@@ -489,6 +544,16 @@ def dp_step_time(
     >>> step = gl.dp_step_time(0.1, 25.6e6 * 4, 8, link="PCIe 4")
     >>> round(step.comm_s * 1e3, 2), round(step.efficiency, 3)
     (5.69, 0.946)
+
+    Split into DDP's buckets, the same bytes pay the latency five times:
+
+    >>> from gpulab.costmodels.comms import ddp_buckets
+    >>> ddp_buckets(25.6e6 * 4)
+    5
+    >>> one = gl.dp_step_time(0.1, 25.6e6 * 4, 8, link="PCIe 4", alpha_s=10e-6)
+    >>> five = gl.dp_step_time(0.1, 25.6e6 * 4, 8, link="PCIe 4", alpha_s=10e-6, buckets=5)
+    >>> round((five.comm_s - one.comm_s) * 1e6, 6)   # 4 more x 2(8-1) x 10 us
+    560.0
     """
     compute = positive_number("compute_s", compute_s)
     grad = non_negative_number("grad_bytes", grad_bytes)
@@ -499,7 +564,11 @@ def dp_step_time(
         alpha = the_link.latency_s or 0.0
     else:
         alpha = non_negative_number("alpha_s", alpha_s)
-    comm = allreduce_time(grad, p, alpha_s=alpha, bandwidth_bytes_per_s=the_link.bandwidth)
+    n_buckets = positive_int("buckets", buckets)
+    bandwidth = the_link.bandwidth
+    comm = allreduce_time(grad, p, alpha_s=alpha, bandwidth_bytes_per_s=bandwidth)
+    # Every further bucket is one more all-reduce: its latency, and no more bytes.
+    comm += (n_buckets - 1) * allreduce_time(0, p, alpha_s=alpha, bandwidth_bytes_per_s=bandwidth)
     exposed = max(0.0, comm - overlap * compute)
     return StepTime(
         compute_s=compute,

@@ -12,7 +12,9 @@ gets the same answer everywhere:
   (:func:`gpulab.hardware.precision.peak_precision`: ``amp_bf16`` runs at the BF16 peak). Without a
   precision, a device trains in the best one its datasheet has (:func:`training_precision`).
 * **Utilisation.** The fraction of peak a run sustains: an assumption, stated with every
-  prediction, :data:`DEFAULT_UTILISATION` unless you say otherwise.
+  prediction, :data:`DEFAULT_UTILISATION` unless you say otherwise. For a benchmark with
+  published runs, :func:`gpulab.costmodels.published_runs.published_utilisation` gives what
+  runs of the same kind sustained, per GPU architecture.
 * **Several GPUs.** Data parallelism with the global batch fixed: each GPU computes
   ``1/n_gpus`` of every step, then the gradients (``n_params ×`` :func:`gradient_bytes`)
   are all-reduced over a link, step by step (:func:`gpulab.dp_step_time`). Without a
