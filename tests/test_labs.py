@@ -76,8 +76,11 @@ def _run_without_gpulab(setup_source: str) -> nbformat.NotebookNode:
         nbformat.v4.new_code_cell(setup_source),
         nbformat.v4.new_code_cell("print(gl)"),
     ]
+    # A kernel can take over a minute to start on a loaded 2-core machine (nbclient's default
+    # startup limit is 60 s); 300 s still ends a kernel that never starts.
+    client = NotebookClient(nb, timeout=60, startup_timeout=300, kernel_name="python3")
     with pytest.raises(CellExecutionError):  # "Run all" stops at the setup cell
-        NotebookClient(nb, timeout=60, kernel_name="python3").execute()
+        client.execute()
     assert nb.cells[2].outputs == [], "the cell after the failed setup cell ran"
     return nb
 
