@@ -215,6 +215,10 @@ BASELINES = {
         (Path(__file__).parents[1] / "notebooks" / "frameworks_lab.ipynb", r"(\d+) operator calls"),
         {},
     ),
+    "recorded_output": lambda: (
+        (Path(__file__).parents[1] / "notebooks" / "frameworks_lab.ipynb", r"operator calls"),
+        {},
+    ),
     # ---- chooser
     "DeviceOption": lambda: _fields(_plan().options[0]),
     "ExamplePrice": lambda: _fields(gl.EXAMPLE_PRICES[0]),
@@ -851,6 +855,7 @@ KINDS: dict[str, dict] = {
     # a str of a required form (a regular expression with a group): "choice" refuses a str
     # as a bad value and anything else as the wrong type
     "recorded_number": {"lab": "path", "pattern": "choice"},
+    "recorded_output": {"lab": "path", "pattern": "choice"},
     "DistPlan": {"n_ranks": "count"},
     "launch_env": {"base": [42, "x", ["a"]]},
     "LaunchResult": {"returncode": "int", "command": [["python"], "python", ("python", 1)]},

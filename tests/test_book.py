@@ -128,3 +128,27 @@ def test_no_page_shows_raw_markup(book_build):
                 around = match.string[match.start() - 40 : match.end() + 40]
                 leaks.append(f"{page.name}: ...{around}")
     assert not leaks, "\n".join(leaks)
+
+
+def _section(page_html: str, section_id: str) -> str:
+    start = page_html.index(f'id="{section_id}"')
+    end = page_html.find("<section", start + 1)
+    return page_html[start : end if end > 0 else None]
+
+
+def test_no_lab_figure_has_its_file_name_as_alt_text(book_build):
+    named = []
+    for page in sorted((book_build.html / "notebooks").glob("*.html")):
+        for alt in re.findall(r'<img alt="([^"]*)"', page.read_text()):
+            if re.search(r"\.(png|jpe?g|svg)$", alt) or len(alt.split()) < 12:
+                named.append(f"{page.name}: {alt[:80]!r}")
+    assert not named, "\n".join(named)
+
+
+def test_chapters_show_the_profile_and_the_kernel_they_read(book_build):
+    capstone = (book_build.html / "book" / "capstone.html").read_text()
+    profile = _section(capstone, "reading-a-profile")
+    assert "Self CPU time total" in profile and "forward+backward" in profile
+    kernels = (book_build.html / "book" / "kernels.html").read_text()
+    triton = _section(kernels, "triton-kernels-written-per-block")
+    assert "_softmax_kernel" in triton and "tl.max" in triton and "noqa" not in triton

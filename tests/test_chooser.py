@@ -190,4 +190,5 @@ def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
     monkeypatch.setattr(chooser, "list_specs", lambda kind=None: registry)
     default = [o.spec.name for o in gl.plan_training("BERT-base", batch_size=8).options]
     assert "Future X1" not in default and "H100 SXM5 80GB" in default
-    assert all(gl.get_spec(n).status == "available" for n in default)
+    per_gpu = {s.per_gpu().name: s for s in gl.list_specs()}  # a K80 row is one of its GPUs
+    assert all(per_gpu[n].status == "available" for n in default)

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import gpulab as gl
-from gpulab.labkit.claims import CLAIM_TAG
+from gpulab.labkit.claims import CLAIM_TAG, recorded_output
 
 #: Labs whose measured-claim sentences are generated or asserted, and how many tagged cells
 #: each has at least. A lab leaves this list only by losing its claims, which is a choice.
@@ -142,6 +142,22 @@ def test_recorded_number_reads_a_lab_output_and_refuses_what_is_not_there(root, 
         gl.recorded_number(tmp_path / "missing_lab.ipynb", r"(\d+)")
     with pytest.raises(TypeError, match="lab=42"):
         gl.recorded_number(42, r"(\d+)")
+
+def test_recorded_output_returns_the_whole_output_a_pattern_picks(root, tmp_path):
+    lab = root / "notebooks" / "capstone_lab.ipynb"
+    table = recorded_output(lab, r"Self CPU time total")
+    lines = table.splitlines()
+    assert lines[1].split()[0] == "Name" and "forward+backward" in table, table[:300]
+    assert recorded_output(lab, r"forward\+backward") == table  # the same output, whole
+    with pytest.raises(ValueError, match="matches no recorded output"):
+        recorded_output(lab, r"no such line")
+    with pytest.raises(ValueError, match="is not a regular expression"):
+        recorded_output(lab, r"(")
+    with pytest.raises(TypeError, match="pattern=42"):
+        recorded_output(lab, 42)
+    with pytest.raises(ValueError, match="lab="):
+        recorded_output(tmp_path / "missing_lab.ipynb", r"x")
+
 
 
 def test_chapters_quote_the_recorded_values_they_check(root):

@@ -1,10 +1,12 @@
 """The kernel simulator's counts against the values the chapter derives by hand."""
 
+import ast
 import os
 import re
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -376,3 +378,27 @@ def test_the_real_probe_compiles_and_runs_under_numbas_simulator(tmp_path):
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "True ''"
+
+
+@pytest.mark.parametrize("name, body", [("vector_add", "tl.store(out_ptr + offsets, x + y"),
+                                        ("softmax", "x = x - tl.max(x, axis=0)"),
+                                        ("matmul", "acc += tl.dot(a, b)"),
+                                        ("bias_gelu", "tl.erf(")])
+def test_triton_kernel_source_is_the_kernel_as_written_without_lint_comments(name, body):
+    from gpulab.kernels import triton_kernels as tk
+
+    source = tk.kernel_source(name)
+    assert source.startswith("@triton.jit\ndef _") and body in source, source
+    assert "noqa" not in source and "fmt: skip" not in source
+    ast.parse(source)  # a whole function, dedented: it parses on its own
+    file_text = Path(tk.__file__).read_text(encoding="utf-8")
+    assert all(line.strip() in file_text for line in source.splitlines())
+
+
+def test_triton_kernel_source_refuses_what_is_not_a_kernel():
+    from gpulab.kernels import triton_kernels as tk
+
+    with pytest.raises(ValueError, match="name='softmax_kernel'.*softmax"):
+        tk.kernel_source("softmax_kernel")
+    with pytest.raises(TypeError, match="name=1"):
+        tk.kernel_source(1)

@@ -1,6 +1,7 @@
 """Every lab follows the course's conventions; the lab tools behave."""
 
 import json
+import re
 
 import nbformat
 import pytest
@@ -163,6 +164,48 @@ def test_figures_are_png_only(root):
         for cell in nbformat.read(path, as_version=4).cells:
             for out in cell.get("outputs", []):
                 assert "image/svg+xml" not in out.get("data", {}), path
+
+
+FIGURE_CALLS = ("plt.show(", "plt.subplots(", "plot_roofline(", "draw_schedule_runs(")
+
+
+def _draws_a_figure(cell) -> bool:
+    if cell.cell_type != "code" or cell.source.lstrip().startswith("%%writefile"):
+        return False
+    pngs = any("image/png" in out.get("data", {}) for out in cell.get("outputs", []))
+    return pngs or any(call in cell.source for call in FIGURE_CALLS)
+
+
+def alt_text_problem(cell) -> str | None:
+    """Why a figure cell's alt text would not describe its figure, or None.
+
+    Without ``mystnb: image: alt:`` metadata the built page uses the image's file name.
+    """
+    alt = cell.metadata.get("mystnb", {}).get("image", {}).get("alt", "")
+    if not alt:
+        return "no alt text (the page would show the image's file name)"
+    if re.search(r"\.(png|jpe?g|svg)\b|^[\w./-]+$", alt):
+        return f"alt text {alt!r} is a file name"
+    if len(alt.split()) < 12:
+        return f"alt text {alt!r} is too short to describe a figure"
+    return None
+
+
+def test_every_lab_figure_has_alt_text_that_describes_it(root):
+    problems = [
+        f"{path.name} cell {i}: {problem}"
+        for path in labs(root)
+        for i, cell in enumerate(nbformat.read(path, as_version=4).cells)
+        if _draws_a_figure(cell) and (problem := alt_text_problem(cell))
+    ]
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("alt", ["", "a165a6f875e5c550a0cee1704c8735784d.png",
+                                 "../_images/a165a6f8.png", "loss_curve", "A loss curve."])
+def test_alt_text_check_refuses_file_names_and_stubs(alt):
+    cell = nbformat.v4.new_code_cell("plt.show()", metadata={"mystnb": {"image": {"alt": alt}}})
+    assert _draws_a_figure(cell) and alt_text_problem(cell)
 
 
 def test_stamp_rewrites_setup_cells_from_config(tmp_path, root):

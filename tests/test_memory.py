@@ -49,12 +49,12 @@ def test_fits_uses_the_registry_memory_with_headroom():
 def test_gpus_that_fit_are_sorted_and_all_fit():
     est = gl.estimate_training_memory(1_500_000_000, precision="amp_bf16")  # 24 GB
     gpus = gl.gpus_that_fit(est)
-    sizes = [s.memory_bytes for s in gpus]
+    sizes = [s.per_gpu().memory_bytes for s in gpus]  # one GPU's: half a K80 board's
     assert sizes == sorted(sizes) and min(sizes) >= est.total_bytes / 0.9
     assert {s.kind for s in gpus} == {"gpu"}
-    # Announced parts with no published capacity (memory_bytes None) are in no list.
     too_small = [s for s in gl.list_specs("gpu") if s not in gpus and s.memory_bytes]
-    assert all(s.memory_bytes * 0.9 < est.total_bytes for s in too_small)
+    assert all(s.per_gpu().memory_bytes * 0.9 < est.total_bytes for s in too_small)
+    assert gl.get_spec("MI250X") in gpus and gl.get_spec("K80") in too_small  # 64 GB, 12 GB
     assert gl.gpus_that_fit(gl.estimate_training_memory(10**13)) == []
 
 

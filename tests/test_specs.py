@@ -193,7 +193,7 @@ def test_every_entry_states_its_form_factor():
 
 def test_every_row_states_whether_it_can_be_bought():
     header = next(csv.reader(DATA.open()))
-    assert header[-1] == "status"
+    assert "status" in header
     for spec in gl.list_specs():
         assert spec.status in ("available", "announced"), spec.name
     with pytest.raises(ValueError, match="status='rumoured'"):
@@ -323,3 +323,33 @@ def test_the_b200_row_is_nvidias_current_hgx_table():
     assert b200.peak("fp32") == 75e12 and b200.peak("tf32") == 1100e12
     assert b200.peak("bf16") == 2250e12 and b200.memory_bandwidth == 7.7e12
     assert b200.source_url == "https://www.nvidia.com/en-us/data-center/hgx/"
+
+
+def test_packages_of_several_gpus_say_so_and_give_one_gpus_share():
+    # Datasheets quote a K80 board (two GK210 GPUs) and an MI250X (two GCDs) whole; software
+    # sees each GPU as a device of its own. The notes say so; the column makes it usable.
+    several = {s.name: s.gpus_per_package for s in gl.list_specs() if s.gpus_per_package > 1}
+    assert several == {"Tesla K80": 2, "Instinct MI250X": 2}
+    assert "two GPUs" in gl.get_spec("K80").notes.replace("TWO", "two")
+    assert "two GCDs" in gl.get_spec("MI250X").notes.replace("of two GCDs", "two GCDs")
+    k80, one = gl.get_spec("K80"), gl.get_spec("K80").per_gpu()
+    assert (one.memory_bytes, one.memory_bandwidth) == (12e9, 240e9)  # the datasheet's per-GPU
+    assert one.peak("fp32") == pytest.approx(k80.peak("fp32") / 2)
+    assert one.tdp == 150 and one.sm_count == 13 and one.gpus_per_package == 1
+    assert "derived" in one.notes and one.name == "Tesla K80 (one of 2 GPUs)"
+    gcd = gl.get_spec("MI250X").per_gpu()
+    assert gcd.memory_bytes == 64e9 and gcd.peak("bf16") == pytest.approx(191.5e12)
+    # Ratios of two package figures are unchanged: FLOP/s per W and per byte compare alike.
+    assert one.peak("fp32") / one.tdp == pytest.approx(k80.peak("fp32") / k80.tdp)
+    assert one.ridge_point == pytest.approx(k80.ridge_point)
+    with pytest.raises(ValueError, match="gpus_per_package=0"):
+        dataclasses.replace(gl.get_spec("T4"), gpus_per_package=0)
+
+
+def test_a_driver_name_finds_one_gpu_and_memory_fits_count_one_gpu():
+    assert gl.find_spec("Tesla K80").memory_bytes == 12e9      # what one K80 device reports
+    assert gl.find_spec("Tesla T4") is gl.get_spec("T4")
+    est = gl.estimate_training_memory(1_000_000_000, precision="amp_bf16")  # about 16 GB
+    assert not est.fits("K80") and est.fits("Tesla V100 SXM2 32GB")
+    plan = gl.plan_training("BERT-base", specs=["K80"])
+    assert plan.options[0].spec.name == "Tesla K80 (one of 2 GPUs)"

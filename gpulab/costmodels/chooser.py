@@ -424,6 +424,7 @@ def plan_training(
     options = []
     peak_name = peak_precision(precision)
     for spec in chosen:
+        spec = spec.per_gpu()  # every row is one GPU: one of a K80 board's two, not the board
         fits = None if spec.memory_bytes is None else memory.fits(spec, headroom=headroom)
         seconds, cost, note = None, None, f"no {peak_name} peak in its datasheet"
         if peak_name in spec.peak_flops:

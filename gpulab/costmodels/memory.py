@@ -213,7 +213,8 @@ class MemoryEstimate:
                 f"{spec.name} has no fixed memory size in the registry (it depends on the "
                 "DIMMs installed); pick a GPU or TPU entry"
             )
-        return max(self.total_bytes, self.peak_bytes) <= headroom * spec.memory_bytes
+        # One training process sees one GPU: a board of two (a K80) offers each half its memory.
+        return max(self.total_bytes, self.peak_bytes) <= headroom * spec.per_gpu().memory_bytes
 
     def __str__(self) -> str:
         lines = [f"Training memory ({self.precision}, {self.optimizer})"]
@@ -294,18 +295,20 @@ def estimate_training_memory(
 def gpus_that_fit(estimate: MemoryEstimate, *, kind: str = "gpu", headroom: float = 0.9) -> list:
     """Registry devices of ``kind`` whose memory holds ``estimate``, smallest memory first.
 
+    A package of several GPUs (a K80 board, an MI250X) counts the memory of one of them.
+
     Examples
     --------
     >>> est = estimate_training_memory(3_000_000_000, precision="amp_bf16")
-    >>> [s.name for s in gpus_that_fit(est)][:1]
-    ['A100 80GB SXM4']
+    >>> [s.name for s in gpus_that_fit(est)][:2]  # an MI250X's GCD has 64 GB, an A100 80
+    ['Instinct MI250X', 'A100 80GB SXM4']
     """
     if not isinstance(estimate, MemoryEstimate):
         raise wrong_type("estimate", estimate, "a MemoryEstimate (gl.estimate_training_memory)")
     headroom = fraction("headroom", headroom, allow_zero=False)
     specs = [s for s in list_specs(kind) if s.memory_bytes is not None]
     fitting = [s for s in specs if estimate.fits(s, headroom=headroom)]
-    return sorted(fitting, key=lambda s: (s.memory_bytes, s.year, s.name))
+    return sorted(fitting, key=lambda s: (s.per_gpu().memory_bytes, s.year, s.name))
 
 
 def _model_device(model):
@@ -682,7 +685,7 @@ def memory_report(estimate: MemoryEstimate, *, headroom: float = 0.9) -> str:
     --------
     >>> est = estimate_training_memory(10**9, precision="bf16", optimizer="sgd")
     >>> print(memory_report(est).splitlines()[-1])  # doctest: +NORMALIZE_WHITESPACE
-    Fits in 90% of: Tesla P100 PCIe 16GB, Tesla V100 SXM2 16GB, Tesla T4,
+    Fits in 90% of: Tesla K80, Tesla P100 PCIe 16GB, Tesla V100 SXM2 16GB,
     ... and 20 more (23 of 23 GPUs)
     """
     fitting = gpus_that_fit(estimate, headroom=headroom)

@@ -14,7 +14,7 @@ import difflib
 import functools
 import re
 from collections.abc import Collection
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from importlib import resources
 
 from gpulab._checks import choice, positive_int, positive_number, text, wrong_type
@@ -102,6 +102,11 @@ class DeviceSpec:
         ``"available"`` (shipping or rentable) or ``"announced"`` (figures from the vendor's
         announcement; not yet sold, so the chooser never recommends it). See
         :data:`STATUSES`.
+    gpus_per_package : int
+        How many GPUs the row's figures cover: 1, except for a board or package that carries
+        several, each a separate device to software (the Tesla K80 board has two GK210 GPUs,
+        the Instinct MI250X two GCDs). Its datasheet figures are for the whole package;
+        :meth:`per_gpu` gives one GPU's share.
     """
 
     name: str
@@ -123,6 +128,7 @@ class DeviceSpec:
     notes: str = ""
     form_factor: str = ""
     status: str = "available"
+    gpus_per_package: int = 1
 
     def __post_init__(self) -> None:
         for name in (
@@ -141,6 +147,7 @@ class DeviceSpec:
                 positive_number(name, getattr(self, name))
         if self.sm_count is not None:
             positive_int("sm_count", self.sm_count)
+        positive_int("gpus_per_package", self.gpus_per_package)
         if self.interconnect_bandwidth is None:
             choice("interconnect_direction", self.interconnect_direction, ("",))
         else:
@@ -212,6 +219,46 @@ class DeviceSpec:
             return self.interconnect_bandwidth
         return None
 
+    def per_gpu(self) -> DeviceSpec:
+        """One GPU's share of a package that carries several; the entry itself otherwise.
+
+        A Tesla K80 board is two GPUs and an Instinct MI250X two GCDs; software sees each as
+        a device of its own, with half the board's memory, bandwidth, peak rates and compute
+        units. The power is the package's divided equally (derived: the datasheets give the
+        package's only). Compare a measurement on one device with this, never with the
+        package's figures.
+
+        Examples
+        --------
+        >>> import gpulab as gl
+        >>> k80 = gl.get_spec("K80")
+        >>> one = k80.per_gpu()
+        >>> one.name, one.memory_bytes / 1e9, one.memory_bandwidth / 1e9, one.sm_count
+        ('Tesla K80 (one of 2 GPUs)', 12.0, 240.0, 13)
+        >>> gl.get_spec("T4").per_gpu() is gl.get_spec("T4")
+        True
+        """
+        n = self.gpus_per_package
+        if n == 1:
+            return self
+
+        def share(value):
+            return value / n if value is not None else None
+
+        return replace(
+            self,
+            name=f"{self.name} (one of {n} GPUs)",
+            memory_bytes=share(self.memory_bytes),
+            memory_bandwidth=share(self.memory_bandwidth),
+            peak_flops={k: v / n for k, v in self.peak_flops.items()},
+            tdp=share(self.tdp),
+            sm_count=self.sm_count // n if self.sm_count is not None else None,
+            launch_price_usd=share(self.launch_price_usd),
+            notes=f"One of the {n} GPUs of a {self.name}: the package's figures divided by {n} "
+            f"(derived; the power split equally). {self.notes}",
+            gpus_per_package=1,
+        )
+
     @property
     def ridge_point(self) -> float | None:
         """FP32 FLOPs per byte at which this device stops being memory-bound (roofline)."""
@@ -263,6 +310,7 @@ def _row_to_spec(row: dict[str, str]) -> DeviceSpec:
         notes=row["notes"],
         form_factor=row["form_factor"],
         status=row["status"],
+        gpus_per_package=int(row["gpus_per_package"]),
     )
 
 
@@ -522,6 +570,11 @@ def find_spec(device_name: str) -> DeviceSpec | None:
     device_name : str
         As ``torch.cuda.get_device_name()`` or NVML report it.
 
+    Returns
+    -------
+    DeviceSpec or None
+        The entry, for one GPU (see below), or None.
+
     Examples
     --------
     >>> import gpulab as gl
@@ -537,8 +590,15 @@ def find_spec(device_name: str) -> DeviceSpec | None:
     True
     >>> gl.find_spec("NVIDIA GeForce GTX 1050") is None
     True
+
+    A driver names one device: on a board that carries several GPUs, the entry is one GPU's
+    share (:meth:`DeviceSpec.per_gpu`), so that a measurement on it compares like with like.
+
+    >>> gl.find_spec("Tesla K80").memory_bytes / 1e9
+    12.0
     """
-    return match_driver_name(device_name)[0]
+    spec = match_driver_name(device_name)[0]
+    return spec.per_gpu() if spec is not None else None
 
 
 def resolve_spec(name: str, value, *, kinds: Collection[str] | None = None):

@@ -21,10 +21,14 @@ Examples
 
 from __future__ import annotations
 
+import ast
 import functools
+import inspect
 import math
 import os
+import re
 import sys
+import textwrap
 
 import torch
 
@@ -58,6 +62,7 @@ if triton is not None and os.environ.get("TRITON_INTERPRET") == "1":
 __all__ = [
     "bias_gelu",
     "interpreted",
+    "kernel_source",
     "matmul",
     "min_dot_tile",
     "softmax",
@@ -85,6 +90,67 @@ def triton_missing_reason() -> str:
 def interpreted() -> bool:
     """Whether the kernels run in Triton's CPU interpreter rather than compiled."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+#: The Triton kernel behind each wrapper, by the wrapper's name.
+_KERNELS = {
+    "vector_add": "_add_kernel",
+    "softmax": "_softmax_kernel",
+    "matmul": "_matmul_kernel",
+    "bias_gelu": "_bias_gelu_kernel",
+}
+
+
+#: A comment for the linter or the formatter at the end of a line, left out of shown sources.
+_LINT_COMMENT = re.compile(r"  +# (?:noqa|fmt: skip)\b[^\n]*")
+
+
+def kernel_source(name: str) -> str:
+    """The source of the Triton kernel behind one of this module's wrappers, as written here.
+
+    Read from this file, so it works where Triton is not installed (the kernels are then not
+    defined) and always shows the code that runs.
+
+    Parameters
+    ----------
+    name : str
+        A wrapper's name: ``"vector_add"``, ``"softmax"``, ``"matmul"`` or ``"bias_gelu"``.
+
+    Returns
+    -------
+    str
+        The kernel's source, from its ``@triton.jit`` line, without the indentation it has in
+        this module and without comments addressed to the linter (``# noqa``).
+
+    Raises
+    ------
+    TypeError
+        When ``name`` is not a str.
+    ValueError
+        When ``name`` is not one of the wrappers above.
+
+    Examples
+    --------
+    >>> from gpulab.kernels import triton_kernels as tk
+    >>> print(tk.kernel_source("vector_add").splitlines()[1])
+    def _add_kernel(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):
+
+    See also
+    --------
+    The chapter "Inside a fast kernel" shows the softmax kernel this way.
+    """
+    if not isinstance(name, str):
+        raise wrong_type("name", name, f"a kernel's name, one of {sorted(_KERNELS)}")
+    if name not in _KERNELS:
+        raise ValueError(f"name={name!r} is not a kernel here; choose one of {sorted(_KERNELS)}")
+    source = inspect.getsource(sys.modules[__name__])
+    lines = source.splitlines(keepends=True)
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.FunctionDef) and node.name == _KERNELS[name]:
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            text = textwrap.dedent("".join(lines[first - 1 : node.end_lineno]))
+            return _LINT_COMMENT.sub("", text)
+    raise RuntimeError(f"{_KERNELS[name]} is not defined in {__name__}")  # pragma: no cover
 
 
 def _need_triton() -> None:

@@ -11,7 +11,8 @@ tagged emits Markdown or asserts.
 :func:`claim` does both at once: it refuses a sentence whose condition the data does not
 meet, and returns the sentence as Markdown for the notebook to display. Chapters, which run
 at build time on whatever machine builds the book, quote a lab's recorded measurement with
-:func:`recorded_number` (and MyST-NB's ``glue``) instead of typing it.
+:func:`recorded_number` (and MyST-NB's ``glue``) instead of typing it, and show a whole
+recorded output (a profiler's table) with :func:`recorded_output`.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from gpulab._checks import path as check_path
 from gpulab._checks import text as check_text
 from gpulab._checks import wrong_type
 
-__all__ = ["Claim", "ClaimError", "claim", "recorded_number"]
+__all__ = ["Claim", "ClaimError", "claim", "recorded_number", "recorded_output"]
 
 CLAIM_TAG = "measured-claim"
 
@@ -157,6 +158,58 @@ def recorded_number(lab: str | Path, pattern: str) -> float:
     >>> recorded_number(lab, r"compile: ([0-9.]+) s")
     3.9
     """
+    found = _first_match(lab, pattern, groups=1)
+    return float(found.group(1).replace(",", ""))
+
+
+def recorded_output(lab: str | Path, pattern: str) -> str:
+    """The whole text of a lab's recorded output, for a chapter to show instead of retyping it.
+
+    Use it for an output that a reader should see as it was printed (a profiler's table, a
+    report); quote a single number with :func:`recorded_number`.
+
+    Parameters
+    ----------
+    lab : path
+        The lab notebook (``.ipynb``) whose committed outputs hold the text.
+    pattern : str
+        A regular expression that picks the output: the first output (streams, then
+        Markdown or plain text) whose text it matches is returned whole.
+
+    Returns
+    -------
+    str
+        The output's text, as the lab printed it.
+
+    Raises
+    ------
+    TypeError
+        When ``lab`` is not a path or ``pattern`` is not a str.
+    ValueError
+        When ``pattern`` is not a regular expression, or no output of the lab matches it.
+
+    Examples
+    --------
+    >>> import json, tempfile, pathlib
+    >>> nb = {"cells": [{"cell_type": "code", "source": "", "outputs": [
+    ...     {"output_type": "stream", "name": "stdout", "text": ["Name  Calls\\n", "mm  4\\n"]}]}]}
+    >>> lab = pathlib.Path(tempfile.mkdtemp()) / "x_lab.ipynb"
+    >>> _ = lab.write_text(json.dumps(nb))
+    >>> print(recorded_output(lab, r"Name +Calls"))
+    Name  Calls
+    mm  4
+    <BLANKLINE>
+
+    See also
+    --------
+    The chapter "Capstone: make a slow training loop fast" shows the capstone lab's profiler
+    table this way.
+    """
+    return _first_match(lab, pattern, groups=0).string
+
+
+def _first_match(lab, pattern, *, groups: int) -> re.Match:
+    """The first match of ``pattern`` in the text of a lab's recorded outputs."""
     lab = check_path("lab", lab, kind="file")
     if not isinstance(pattern, str):
         raise wrong_type("pattern", pattern, "a regular expression (a str)")
@@ -164,12 +217,12 @@ def recorded_number(lab: str | Path, pattern: str) -> float:
         regex = re.compile(pattern)
     except re.error as err:
         raise ValueError(f"pattern={pattern!r} is not a regular expression: {err}") from None
-    if regex.groups < 1:
+    if regex.groups < groups:
         raise ValueError(f"pattern={pattern!r} must have a group that captures the number")
     cells = json.loads(Path(lab).read_text(encoding="utf-8"))["cells"]
     for cell in cells:
         for output in cell.get("outputs", []):
             found = regex.search(_output_text(output))
             if found:
-                return float(found.group(1).replace(",", ""))
+                return found
     raise ValueError(f"pattern={pattern!r} matches no recorded output of lab={str(lab)!r}")
