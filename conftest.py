@@ -41,7 +41,10 @@ if shutil.which("nvidia-smi") is None:
 
 # Recordings made on other devices (gpulab.course.recordings) hold that device's outputs:
 # the book shows them, but nbval on this machine would compare them with its own.
-collect_ignore_glob = ["notebooks/recordings/*"]
+# The scripts a lab writes for torchrun (notebooks/dist_lab/, notebooks/par_lab/, ignored by
+# git) are the lab's output, tested by running the lab; two of them share a module name
+# (common.py), which pytest's collection refuses.
+collect_ignore_glob = ["notebooks/recordings/*", "notebooks/*_lab/*"]
 
 BOOK_GROUP = "book"
 # ``-n auto`` uses one worker per core, up to this many: past it the book group (about two

@@ -20,7 +20,8 @@ hide a bug:
   while capturing and re-runs them on the same tensors at each replay, refusing a host
   synchronisation during capture as CUDA does;
 * ``torch.autocast("cuda")`` autocasts (done by the CPU's autocast, in the dtype asked for,
-  FP16 included); ``torch.amp.GradScaler("cuda")`` scales;
+  FP16 included); ``torch.amp.GradScaler("cuda")`` scales; an FP32 matmul with TF32 allowed
+  rounds its inputs to TF32 where the GPU has TF32 (compute capability 8.0 and later);
 * a profile taken with ``ProfilerActivity.CUDA`` has the rows a GPU profile has: a
   ``gpu_user_annotation`` twin (device type CUDA, no CPU time) for each ``record_function``
   label and a kernel (device time) under each operator that would launch one;
@@ -34,8 +35,9 @@ with ``torch.compile`` for a GPU (it returns the function uncompiled: Inductor's
 needs a GPU), or see a kernel fail on the device (out of memory, an illegal address, a
 Triton kernel that compiles only in the interpreter). ``torch.inference_mode`` acts as
 ``torch.no_grad`` (torch cannot make views of a tensor subclass's inference tensors).
-Sizes stay at CPU scale: ``gl.scale`` and ``gl.measure.device.scale_to_memory`` compute the
-GPU answer (so their checks run) and then return the CPU size; ``gl.benchmark`` repeats for
+Sizes stay at CPU scale: ``gl.scale``, ``gl.measure.device.scale_to_memory`` and a
+distributed plan's ``scale`` compute the GPU answer (so their checks run) and then return the
+CPU size; ``gl.benchmark`` repeats for
 at most :data:`REHEARSAL_MIN_RUN_TIME_S`.
 
 Used through ``tests/rehearsal/sitecustomize.py``: a Python started with that folder on
@@ -731,6 +733,10 @@ def install(gpu: str = "T4") -> None:
 
     device_module.scale = _cpu_sized(device_module.scale, "scale")
     device_module.scale_to_memory = _cpu_sized(device_module.scale_to_memory, "scale_to_memory")
+    from gpulab.labkit.launcher import DistPlan
+
+    gpu_sized = DistPlan.scale
+    DistPlan.scale = lambda plan, cpu, gpu: (gpu_sized(plan, cpu, gpu), cpu)[1]
     import gpulab.measure.bench as bench
 
     bench.benchmark = _briefly(bench.benchmark)
