@@ -272,6 +272,24 @@ def test_the_course_compares_time_to_train_with_a_cited_mlperf_run():
     assert "over 4 published MLPerf runs" in row.error
 
 
+def test_time_to_train_is_scored_on_published_llm_runs_with_their_reported_mfu():
+    from gpulab.costmodels.published_mfu import published_mfu_runs
+
+    root = find_root(__file__)
+    (row,) = _by_model(collect_accuracy(root))["Time to train vs published LLM runs"]
+    n_runs = len(published_mfu_runs())
+    assert row.recorded and row.meets_target and row.target == 0.20
+    assert f"over {n_runs} published LLM runs" in row.error
+    assert row.device.startswith(f"{n_runs} published runs on ") and "TPU v4" in row.device
+    assert row.date == ""      # the sources are papers and tables, not dated logs
+
+
+def test_the_llm_row_is_left_out_without_its_data(tmp_path):
+    root = _repo(tmp_path, {})
+    (row,) = _by_model(collect_accuracy(root))["Time to train vs published LLM runs"]
+    assert not row.recorded and row.error == "no recorded comparison yet"
+
+
 PIPELINE_TABLE = """schedule   m     step  bubble  model  peak activations (stage 0, 1)     model
    gpipe   1   90.2ms     40%    50%                   3 MiB, 2 MiB   3 MiB, 2 MiB
    gpipe   2   81.3ms     27%    33%                   3 MiB, 2 MiB   3 MiB, 2 MiB

@@ -47,6 +47,12 @@ from hypothesis import HealthCheck, Phase, given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
 import gpulab as gl  # noqa: E402
+from gpulab.costmodels.published_mfu import (  # noqa: E402
+    leave_one_out_mfu as _leave_one_out_mfu,
+)
+from gpulab.costmodels.published_mfu import (  # noqa: E402
+    published_mfu_runs as _published_mfu_runs,
+)
 from gpulab.costmodels.published_runs import (  # noqa: E402
     leave_one_out as _leave_one_out,
 )
@@ -89,6 +95,7 @@ CONTRACT_MODULES = (
     "gpulab.costmodels.parallelism",
     "gpulab.costmodels.published_models",
     "gpulab.costmodels.published_runs",
+    "gpulab.costmodels.published_mfu",
     "gpulab.costmodels.roofline",
     "gpulab.costmodels.rounding",
     "gpulab.costmodels.training_time",
@@ -248,6 +255,11 @@ BASELINES = {
     "UtilisationEstimate": lambda: _fields(_published_utilisation(_BERT, "H200")),
     "leave_one_out": lambda: ((list(_published_runs()),), {}),
     "LeaveOneOut": lambda: _fields(_leave_one_out()[0]),
+    "ReportedMfuRun": lambda: _fields(_published_mfu_runs()[0]),
+    "published_mfu_runs": lambda: ((), {}),
+    "leave_one_out_mfu": lambda: ((list(_published_mfu_runs()),), {}),
+    "MfuLeaveOneOut": lambda: _fields(_leave_one_out_mfu()[0]),
+    "published_llm_utilisation": lambda: (("H100",), {}),
     "fit_alpha_beta": lambda: (
         ([1e3, 1e5, 1e7], [gl.allreduce_time(n, 4, **_LINK) for n in (1e3, 1e5, 1e7)], 4),
         {},

@@ -102,9 +102,15 @@ def test_every_lab_page_says_which_devices_recorded_it(book_build, root):
         assert ('class="gl-recordings"' in html) == bool(gpu), lab.name
 
 
-#: MyST markup that should never reach a reader: a role (``{glue:text}`key```, ``{term}`x```)
-#: or a directive fence (``:::{note}``, ```` ```{code-cell} ````) left unparsed in prose.
-RAW_MARKUP = re.compile(r"\{[a-z][a-z-]*(?::[a-z-]+)?\}`|^\s*(?::::*|```+)\s*\{[a-z]", re.M)
+#: MyST markup that should never reach a reader: a role (``{glue:text}`key```, ``{term}`x```),
+#: a directive fence (``:::{note}``, ```` ```{code-cell} ````) or a Markdown table's rule
+#: (``|---|---|``, a table a cell displayed without ``markdown_format: gfm``, whose dashes
+#: the typographer may have turned into ``|—|``) left unparsed.
+RAW_MARKUP = re.compile(
+    r"\{[a-z][a-z-]*(?::[a-z-]+)?\}`|^\s*(?::::*|```+)\s*\{[a-z]"
+    r"|\|\s*:?(?:-{3,}|[—–]+-*):?\s*\|",
+    re.M,
+)
 
 
 def visible_prose(page_html: str) -> str:
@@ -117,6 +123,10 @@ def test_raw_markup_check_finds_a_leaked_role_or_fence():
     assert RAW_MARKUP.search("about {glue:text}`key:.1f} loads")
     assert RAW_MARKUP.search("see {term}`warp`")
     assert RAW_MARKUP.search(":::{note}\ntext")
+    assert RAW_MARKUP.search("| Run | GPUs | |---|---| | a | b |")
+    assert RAW_MARKUP.search("| a |:---:|---:|")
+    assert RAW_MARKUP.search("| Run | GPUs | |—|—| | a |")
+    assert not RAW_MARKUP.search("a range | 3 — 4 | here")
     assert not RAW_MARKUP.search(visible_prose("<pre>{glue:text}`x`</pre><p>f{x}</p>"))
 
 

@@ -14,7 +14,9 @@ gets the same answer everywhere:
 * **Utilisation.** The fraction of peak a run sustains: an assumption, stated with every
   prediction, :data:`DEFAULT_UTILISATION` unless you say otherwise. For a benchmark with
   published runs, :func:`gpulab.costmodels.published_runs.published_utilisation` gives what
-  runs of the same kind sustained, per GPU architecture.
+  runs of the same kind sustained, per GPU architecture; for a language model's
+  pre-training, :func:`gpulab.costmodels.published_mfu.published_llm_utilisation` gives the
+  median MFU that published LLM runs reported on GPUs of the same architecture.
 * **Several GPUs.** Data parallelism with the global batch fixed: each GPU computes
   ``1/n_gpus`` of every step, then the gradients (``n_params ×`` :func:`gradient_bytes`)
   are all-reduced over a link, step by step (:func:`gpulab.dp_step_time`). Without a

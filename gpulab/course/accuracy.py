@@ -24,7 +24,10 @@ training work, listed with their sources in ``gpulab/data/published_runs.csv``: 
 predicted with the utilisation the *other* runs of its benchmark sustained
 (:func:`gpulab.costmodels.published_runs.leave_one_out`) when the page is built. The run the
 BERT case study quotes is also in ``gpulab/data/mlperf_training.json``, which
-:func:`mlperf_comparisons` predicts at a utilisation the chapter chooses.
+:func:`mlperf_comparisons` predicts at a utilisation the chapter chooses. Published LLM runs
+state their model-FLOPs utilisation instead of a time; ``gpulab/data/published_mfu.csv``
+lists them, and each run's utilisation is predicted from the others
+(:func:`gpulab.costmodels.published_mfu.leave_one_out_mfu`).
 """
 
 from __future__ import annotations
@@ -457,6 +460,37 @@ def _mlperf_published(root: Path, model: str, compared: str) -> list[ModelAccura
     ]
 
 
+#: Published LLM runs with a reported MFU, relative to the repository root.
+PUBLISHED_MFU = Path("gpulab") / "data" / "published_mfu.csv"
+
+
+def _llm_published(root: Path, model: str, compared: str) -> list[ModelAccuracy]:
+    """One row: every published LLM run's MFU predicted from the other runs' MFUs."""
+    path = root / PUBLISHED_MFU
+    if not path.is_file():
+        return []
+    from gpulab.costmodels.published_mfu import leave_one_out_mfu, published_mfu_runs
+
+    scored = leave_one_out_mfu(published_mfu_runs(path))
+    if not scored:
+        return []
+    median = statistics.median(abs(s.error) for s in scored)
+    worst = max(scored, key=lambda s: abs(s.error))
+    words = (
+        f"median |error| {100 * median:.0f}% over {len(scored)} published LLM runs, each "
+        f"predicted with the MFU of the other runs on its GPU architecture (largest: "
+        f"{worst.run.name} {_percent(worst.error)})"
+    )
+    gpus = ", ".join(dict.fromkeys(s.run.spec for s in scored))
+    device = f"{len(scored)} published runs on {gpus}"
+    return [ModelAccuracy(model, compared, "choosing_gpu_lab", words, median,
+                          TIME_TO_TRAIN_TARGET, device, "")]
+
+
+def _no_lab_reading(nb: dict, root: Path) -> Reading:
+    return None
+
+
 def _json(path: Path):
     try:
         return json.loads(path.read_text(encoding="utf-8"))
@@ -565,6 +599,15 @@ MODELS: tuple[_Model, ...] = (
         ("case_resnet_lab", "case_bert_lab"),
         _mlperf,
         _mlperf_published,
+    ),
+    _Model(
+        "Time to train vs published LLM runs",
+        "the utilisation of a language model's pre-training taken from other published runs "
+        "on the same GPU architecture (leave-one-out), against the model-FLOPs utilisation "
+        "each run reports; the time to train is in the inverse ratio",
+        ("choosing_gpu_lab",),
+        _no_lab_reading,
+        _llm_published,
     ),
 )
 
