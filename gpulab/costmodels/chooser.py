@@ -405,7 +405,7 @@ def plan_training(
                 activations_bytes = per_image * batch_size
                 notes.append("Activations measured on a real forward pass (gl.activation_bytes).")
     else:
-        tokens = seq_len or (named.seq_len if named else None)
+        tokens = (named.seq_len if named else None) if seq_len is None else seq_len
         shape = f"{tokens} tokens" if tokens else "samples"
         if activations_bytes is None and named is not None:
             activations_bytes = transformer_activation_bytes(

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab._checks import flag, positive_number, text, wrong_type
+from gpulab._checks import axes, flag, positive_number, text, wrong_type
 from gpulab.measure.bench import BenchResult
 
 __all__ = ["NoiseTest", "Scoreboard", "ScoreboardRow", "faster_beyond_noise"]
@@ -261,6 +261,7 @@ class Scoreboard:
 
         from gpulab.labkit.plotting import COLORS
 
+        axes("ax", ax)
         if ax is None:
             import matplotlib.pyplot as plt
 
