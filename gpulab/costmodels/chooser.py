@@ -226,8 +226,10 @@ class TrainingPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from gpulab.costmodels.memory import OPTIMIZERS
+        from gpulab.costmodels.memory import OPTIMIZERS, MemoryEstimate
 
+        if not isinstance(self.memory, MemoryEstimate):
+            raise wrong_type("memory", self.memory, "a MemoryEstimate")
         for name in ("model", "sample_shape"):
             text(name, getattr(self, name))
         positive_int("n_params", self.n_params)

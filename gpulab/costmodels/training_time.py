@@ -417,6 +417,18 @@ class TimeToTrain:
         fraction("comm_share", self.comm_share)
         fraction("overlap", self.overlap)
         sentences("assumptions", self.assumptions)
+        self._check_step()
+
+    def _check_step(self) -> None:
+        from gpulab.costmodels.comms import StepTime
+
+        if self.step is not None and not isinstance(self.step, StepTime):
+            raise wrong_type("step", self.step, "a StepTime (gl.dp_step_time) or None")
+        if (self.link is None) != (self.step is None):
+            raise ValueError(
+                f"link={self.link!r} and step={self.step!r:.40} disagree: a prediction "
+                "with a link has its step, one without a link has none"
+            )
 
     @property
     def hours(self) -> float:
