@@ -382,6 +382,8 @@ def plan_training(
         chosen = [resolve_spec("specs", specs)]
     else:
         chosen = [resolve_spec("specs", s) for s in _iterable("specs", specs)]
+        if not chosen:
+            raise ValueError(f"specs={specs!r} is empty: name a device, or None for the usual ones")
 
     notes = []
     if isinstance(model, (str, NamedModel)):

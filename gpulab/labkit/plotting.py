@@ -104,6 +104,8 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
         raise wrong_type(
             "specs", specs, "a sequence of DeviceSpec (gl.get_spec finds them), or None"
         )
+    elif not specs:
+        raise ValueError("specs=[] is empty: give the devices to plot, or None for all")
     axes("ax", ax)
     if ax is None:
         import matplotlib.pyplot as plt
