@@ -284,11 +284,54 @@ def test_a_function_parameter_refuses_what_cannot_be_called(name, param, spec):
         _refused(name, param, bad, spec)
 
 
-def test_the_scoreboard_plot_refuses_what_is_not_axes():
-    board = gl.Scoreboard(_BENCH((1e-3,), 1), label="baseline")
-    for bad in _not_axes():
-        with pytest.raises(TypeError, match=r"^ax=.* must be a matplotlib Axes"), _quiet_figures():
-            board.plot(ax=bad)
+def _board():
+    return gl.Scoreboard(_BENCH((1e-3,), 1), label="baseline")
+
+
+#: One valid call of each public method that takes a flag or an ``ax``:
+#: (class, method) -> function returning (the object, args, kwargs).
+METHOD_CALLS = {
+    ("OverheadModel", "time_s"): lambda: (PUBLIC["OverheadModel"](5e-3, 2e-8), (64,), {}),
+    ("Scoreboard", "add"): lambda: (_board(), ("fix",), dict(measured=_BENCH((5e-4,), 1))),
+    ("Scoreboard", "plot"): lambda: (_board(), (), {}),
+}
+
+
+def _method_cases() -> list:
+    """(class, method, parameter, kind) of every public method's flag or ``ax``."""
+    cases = []
+    for name in _covered():
+        cls = PUBLIC[name]
+        if not inspect.isclass(cls):
+            continue
+        for method, fn in inspect.getmembers(cls, predicate=inspect.isfunction):
+            if method.startswith("_"):
+                continue
+            for param in inspect.signature(fn).parameters.values():
+                kind = "flag" if _is_flag(param) else "axes" if param.name == "ax" else None
+                if kind is not None:
+                    cases.append((name, method, param.name, kind))
+    return cases
+
+
+def test_every_method_with_a_flag_or_ax_has_a_valid_call():
+    found = {(name, method) for name, method, _, _ in _method_cases()}
+    assert ("Scoreboard", "plot") in found
+    assert found <= set(METHOD_CALLS), f"no valid call in METHOD_CALLS: {found - set(METHOD_CALLS)}"
+
+
+@pytest.mark.parametrize(
+    "name, method, param, kind", [pytest.param(*c, id="-".join(c[:3])) for c in _method_cases()]
+)
+def test_a_method_refuses_a_wrong_flag_or_ax(name, method, param, kind):
+    obj, args, kwargs = METHOD_CALLS[(name, method)]()
+    with _quiet_figures():
+        getattr(obj, method)(*args, **kwargs)  # the valid call works
+    bad_values = [v for v in NOT_FLAGS if v is not None] if kind == "flag" else _not_axes()
+    for bad in bad_values:
+        obj, args, kwargs = METHOD_CALLS[(name, method)]()
+        with pytest.raises(TypeError, match=rf"^{param}=.* must be"), _quiet_figures():
+            getattr(obj, method)(*args, **kwargs, **{param: bad})
 
 
 def test_a_falsy_loss_fn_is_not_taken_for_the_default():
