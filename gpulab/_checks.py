@@ -304,3 +304,94 @@ def sentences(name: str, value) -> tuple[str, ...]:
     ):
         raise wrong_type(name, value, "a sequence of sentences (str)")
     return tuple(value)
+
+
+# --------------------------------------------------------------------------- objects
+# Checks for arguments that are objects of other libraries (matplotlib, torch) or
+# functions. The libraries are imported inside each check, so ``import gpulab`` stays
+# standard-library only.
+
+__all__ += ["axes", "function", "tensor_batch", "torch_module"]
+
+
+def axes(name: str, value, *, optional: bool = True):
+    """Return ``value`` if it is a matplotlib ``Axes`` (or None when ``optional``).
+
+    Examples
+    --------
+    >>> axes("ax", None) is None
+    True
+    >>> axes("ax", "left")
+    Traceback (most recent call last):
+    ...
+    TypeError: ax='left' must be a matplotlib Axes or None, not str
+    """
+    if value is None and optional:
+        return None
+    from matplotlib.axes import Axes
+
+    if not isinstance(value, Axes):
+        raise wrong_type(name, value, f"a matplotlib Axes{' or None' if optional else ''}")
+    return value
+
+
+def torch_module(name: str, value):
+    """Return ``value`` if it is a ``torch.nn.Module``.
+
+    Examples
+    --------
+    >>> torch_module("model", "x")
+    Traceback (most recent call last):
+    ...
+    TypeError: model='x' must be a torch.nn.Module, not str
+    """
+    import torch
+
+    if not isinstance(value, torch.nn.Module):
+        raise wrong_type(name, value, "a torch.nn.Module")
+    return value
+
+
+def tensor_batch(name: str, value):
+    """Return ``value`` if it is a ``torch.Tensor`` or a non-empty tuple or list of them.
+
+    Examples
+    --------
+    >>> tensor_batch("inputs", [1.0, 2.0])
+    Traceback (most recent call last):
+    ...
+    TypeError: inputs=[1.0, 2.0] must be a Tensor or a tuple of Tensors, not list
+    """
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value
+    if (
+        not isinstance(value, (tuple, list))
+        or not value
+        or not all(isinstance(v, torch.Tensor) for v in value)
+    ):
+        raise wrong_type(name, value, "a Tensor or a tuple of Tensors")
+    return value
+
+
+def function(name: str, value, *, wanted: str = "a callable", optional: bool = False):
+    """Return ``value`` if it can be called (or is None when ``optional``).
+
+    ``wanted`` says what the call is, e.g. ``"a callable loss_fn(outputs, targets)"``.
+    A class counts as callable, as Python has it.
+
+    Examples
+    --------
+    >>> function("loss_fn", len) is len
+    True
+    >>> function("loss_fn", 0, optional=True)
+    Traceback (most recent call last):
+    ...
+    TypeError: loss_fn=0 must be a callable or None, not int
+    """
+    if value is None and optional:
+        return None
+    if not callable(value):
+        raise wrong_type(name, value, f"{wanted}{' or None' if optional else ''}")
+    return value

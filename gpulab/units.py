@@ -6,7 +6,7 @@ here, so the same quantity reads the same in every chapter and lab.
 
 from __future__ import annotations
 
-from gpulab._checks import finite_number, non_negative_number, wrong_type
+from gpulab._checks import finite_number, flag, non_negative_number, wrong_type
 
 __all__ = ["format_bytes", "format_duration", "format_rate"]
 
@@ -58,6 +58,7 @@ def format_bytes(n_bytes: float, *, binary: bool = False) -> str:
     ('80 GB', '512 B', '3 GiB')
     """
     n_bytes = non_negative_number("n_bytes", n_bytes)
+    flag("binary", binary)
     base, units = (
         (1024.0, ("KiB", "MiB", "GiB", "TiB", "PiB"))
         if binary

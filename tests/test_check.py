@@ -81,3 +81,10 @@ def test_check_result_checks_its_fields():
         gl.labkit.answers.CheckResult("x", None, float("nan"), False, "m")
     with pytest.raises(TypeError, match="ok=1"):
         gl.labkit.answers.CheckResult("x", 1.0, 1.0, 1, "m")
+
+
+def test_a_check_result_records_its_tolerance_and_agrees_with_it():
+    result = gl.check(1.05, 1.0, rtol=0.1, quiet=True)
+    assert (result.ok, result.rtol, result.atol) == (True, 0.1, 0.0)
+    with pytest.raises(ValueError, match=r"^ok=True does not agree with answer=1.05"):
+        gl.labkit.answers.CheckResult("x", 1.05, 1.0, True, "Correct")  # the default rtol, 1%

@@ -192,3 +192,8 @@ def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
     assert "Future X1" not in default and "H100 SXM5 80GB" in default
     per_gpu = {s.per_gpu().name: s for s in gl.list_specs()}  # a K80 row is one of its GPUs
     assert all(per_gpu[n].status == "available" for n in default)
+
+
+def test_an_empty_list_of_devices_is_refused_not_an_empty_plan():
+    with pytest.raises(ValueError, match=r"^specs=\[\] is empty"):
+        gl.plan_training("BERT-base", batch_size=8, seq_len=128, specs=[])

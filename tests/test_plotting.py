@@ -104,3 +104,9 @@ def test_tidy_point_labels_merges_coinciding_points_and_separates_the_rest():
     boxes = [t.get_window_extent(renderer) for t in ax.texts]
     assert not boxes[0].overlaps(boxes[1])
     plt.close(fig)
+
+
+def test_an_empty_list_of_devices_is_refused_not_an_empty_plot():
+    with pytest.raises(ValueError, match=r"^specs=\[\] is empty"):
+        gl.labkit.plotting.plot_spec_trend("fp32", specs=[])
+    plt.close("all")

@@ -92,3 +92,9 @@ def test_bad_arguments_are_refused_by_name():
     with pytest.raises(TypeError, match="path="):
         published_runs(3)
     assert gl.get_spec(run.spec).architecture == run.architecture
+
+
+def test_a_path_that_is_not_a_file_is_refused_by_name(tmp_path):
+    for bad in ("", tmp_path, tmp_path / "missing.csv"):
+        with pytest.raises(ValueError, match=r"^path=.* is not a file"):
+            published_runs(bad)

@@ -327,3 +327,21 @@ def test_durations_print_with_the_one_formatter():
     assert gl.format_duration(5) == "5 s" and gl.format_duration(4 * 86400) == "4.0 days"
     with pytest.raises(ValueError, match="seconds=-1"):
         gl.format_duration(-1)
+
+
+def test_an_empty_job_name_is_refused_not_replaced_by_the_default():
+    with pytest.raises(ValueError, match=r"^name='' must be a name for the job"):
+        gl.resnet_training_job(4.1e9, name="")
+    with pytest.raises(ValueError, match=r"^name='' must be a name for the job"):
+        gl.transformer_training_job(1e8, 1e9, layers=2, hidden=64, seq_len=128, name="")
+    default = gl.resnet_training_job(4.1e9, images=10, epochs=1).name
+    assert default == "ResNet × 10 images × 1 epochs"
+
+
+def test_a_scaling_estimate_needs_a_link_and_a_step():
+    with pytest.raises(TypeError, match=r"^link=None must be an Interconnect"):
+        gl.scaling_estimate(7e9, "A100 80GB", 8, None)
+    job = gl.transformer_training_job(1e8, 1e9, layers=2, hidden=64, seq_len=128, steps=10)
+    no_link = gl.time_to_train(job, "A100 80GB", n_gpus=8)
+    with pytest.raises(ValueError, match=r"^prediction has no step"):
+        gl.costmodels.training_time.ScalingEstimate("x", 1024.0, no_link)

@@ -226,8 +226,10 @@ class TrainingPlan:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
     def __post_init__(self) -> None:
-        from gpulab.costmodels.memory import OPTIMIZERS
+        from gpulab.costmodels.memory import OPTIMIZERS, MemoryEstimate
 
+        if not isinstance(self.memory, MemoryEstimate):
+            raise wrong_type("memory", self.memory, "a MemoryEstimate")
         for name in ("model", "sample_shape"):
             text(name, getattr(self, name))
         positive_int("n_params", self.n_params)
@@ -380,6 +382,8 @@ def plan_training(
         chosen = [resolve_spec("specs", specs)]
     else:
         chosen = [resolve_spec("specs", s) for s in _iterable("specs", specs)]
+        if not chosen:
+            raise ValueError(f"specs={specs!r} is empty: name a device, or None for the usual ones")
 
     notes = []
     if isinstance(model, (str, NamedModel)):
@@ -405,7 +409,7 @@ def plan_training(
                 activations_bytes = per_image * batch_size
                 notes.append("Activations measured on a real forward pass (gl.activation_bytes).")
     else:
-        tokens = seq_len or (named.seq_len if named else None)
+        tokens = (named.seq_len if named else None) if seq_len is None else seq_len
         shape = f"{tokens} tokens" if tokens else "samples"
         if activations_bytes is None and named is not None:
             activations_bytes = transformer_activation_bytes(

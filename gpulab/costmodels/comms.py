@@ -604,7 +604,27 @@ class RingStep:
     contributions: np.ndarray
 
     def __post_init__(self) -> None:
+        import numpy as np
+
         choice("phase", self.phase, ("start", "reduce-scatter", "all-gather"))
+        if not isinstance(self.sends, tuple) or not all(
+            isinstance(send, tuple)
+            and len(send) == 3
+            and all(isinstance(i, int) and not isinstance(i, bool) for i in send)
+            for send in self.sends
+        ):
+            raise wrong_type("sends", self.sends, "a tuple of (src, dst, chunk) int triples")
+        for name in ("buffers", "contributions"):
+            if not isinstance(getattr(self, name), np.ndarray):
+                raise wrong_type(name, getattr(self, name), "a NumPy array")
+        if self.buffers.ndim != 2:
+            raise ValueError(f"buffers has shape {self.buffers.shape}; it must be (p, n)")
+        p = self.buffers.shape[0]
+        if self.contributions.shape != (p, p):
+            raise ValueError(
+                f"contributions has shape {self.contributions.shape}; with {p} ranks in "
+                f"buffers it must be ({p}, {p})"
+            )
 
 
 def _values(values) -> np.ndarray:

@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from numbers import Integral
 
-from gpulab._checks import choice, positive_int, wrong_type
+from gpulab._checks import choice, flag, positive_int, wrong_type
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 
 __all__ = [
@@ -52,6 +52,8 @@ def _pair(name: str, value: int | Sequence[int], *, allow_zero: bool = False) ->
 
 
 def _with_backward(forward: int, backward: bool, input_grad: bool) -> int:
+    flag("backward", backward)
+    flag("input_grad", input_grad)
     if not backward:
         return forward
     # Weight gradient: one product as large as the forward one; input gradient: another.
@@ -243,6 +245,7 @@ def count_flops(module_or_fn: Callable, *inputs, backward: bool = False) -> int:
 
     if not callable(module_or_fn):
         raise TypeError(f"module_or_fn={module_or_fn!r} is not callable; pass a module or function")
+    flag("backward", backward)
     with FlopCounterMode(display=False) as counter:
         out = module_or_fn(*inputs)
         if backward:

@@ -50,9 +50,20 @@ from __future__ import annotations
 
 import contextlib
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpulab._checks import choice, flag, fraction, non_negative_int, positive_int, wrong_type
+from gpulab._checks import (
+    choice,
+    flag,
+    fraction,
+    function,
+    non_negative_int,
+    positive_int,
+    tensor_batch,
+    torch_module,
+    wrong_type,
+)
 from gpulab.hardware.precision import TRAINING_PRECISIONS
 from gpulab.hardware.specs import list_specs, resolve_spec
 from gpulab.units import format_bytes
@@ -392,8 +403,8 @@ def _saved_storages(
     import torch
 
     choice("precision", precision, TRAINING_PRECISIONS)
-    if not isinstance(model, torch.nn.Module):
-        raise wrong_type("model", model, "a torch.nn.Module")
+    torch_module("model", model)
+    tensor_batch("example_input", example_input)
     model, inputs = _prepare(model, example_input, precision)
     own = {t.untyped_storage().data_ptr() for t in [*model.parameters(), *model.buffers()]}
     saved: dict[tuple[str, int], tuple[int, bool]] = {}
@@ -509,17 +520,16 @@ def estimate_step_memory(
     >>> est.optimizer_temporaries_bytes == 2 * 50 * 100 * 4
     True
     """
-    import torch
-
-    if not isinstance(model, torch.nn.Module):
-        raise wrong_type("model", model, "a torch.nn.Module")
+    torch_module("model", model)
+    tensor_batch("example_input", example_input)
     choice("optimizer", optimizer, OPTIMIZERS)
+    if foreach is not None:
+        flag("foreach", foreach)
     sizes = [p.numel() for p in model.parameters() if p.requires_grad]
     if not sizes:
         raise ValueError("model has no trainable parameters")
     if foreach is None:
         foreach = _model_device(model).type == "cuda"
-    flag("foreach", foreach)
     saved = _saved_storages(model, example_input, precision, with_inputs=True)
     largest = max((nbytes for nbytes, floating in saved if floating), default=0)
     return estimate_training_memory(
@@ -614,7 +624,7 @@ def measure_training_memory(
     *,
     precision: str = "fp32",
     optimizer: str = "adam",
-    loss_fn=None,
+    loss_fn: Callable | None = None,
 ) -> int:
     """Measured peak memory of one training step (forward, backward, optimizer step), in bytes.
 
@@ -644,11 +654,13 @@ def measure_training_memory(
 
     choice("precision", precision, TRAINING_PRECISIONS)
     choice("optimizer", optimizer, OPTIMIZERS)
-    if not isinstance(model, torch.nn.Module):
-        raise wrong_type("model", model, "a torch.nn.Module")
-    if loss_fn is not None and not callable(loss_fn):
-        raise wrong_type("loss_fn", loss_fn, "a callable (outputs, targets) -> loss")
-    loss_fn = loss_fn or F.cross_entropy
+    torch_module("model", model)
+    tensor_batch("inputs", inputs)
+    if not isinstance(targets, torch.Tensor):
+        raise wrong_type("targets", targets, "a Tensor")
+    function("loss_fn", loss_fn, wanted="a callable (outputs, targets) -> loss", optional=True)
+    if loss_fn is None:
+        loss_fn = F.cross_entropy
     model, inputs = _prepare(copy.deepcopy(model), inputs, precision)
     device = _model_device(model)
     opt = _make_optimizer(optimizer, model.parameters())

@@ -169,6 +169,8 @@ def published_runs(path=None) -> tuple[PublishedRun, ...]:
     """
     if path is not None and not isinstance(path, str | os.PathLike):
         raise wrong_type("path", path, "a path or None")
+    if path is not None and not os.path.isfile(path):
+        raise ValueError(f"path={os.fspath(path)!r} is not a file")
     return _file_runs(None if path is None else os.fspath(path))
 
 
@@ -249,9 +251,13 @@ def published_utilisation(
     architecture = resolve_spec("spec", spec).architecture
     if exclude is not None and not isinstance(exclude, PublishedRun):
         raise wrong_type("exclude", exclude, "a PublishedRun or None")
-    same = [r for r in _as_runs(runs) if r.benchmark == benchmark and r != exclude]
+    given = _as_runs(runs)
+    same = [r for r in given if r.benchmark == benchmark and r != exclude]
     if not same:
-        raise ValueError(f"benchmark={benchmark!r} has no other published run to learn from")
+        raise ValueError(
+            f"benchmark={benchmark!r} has no other published run to learn from "
+            f"among the {len(given)} runs"
+        )
     alike = [r for r in same if r.architecture == architecture]
     chosen, basis = (alike, "same architecture") if alike else (same, "same benchmark")
     value = statistics.median(r.utilisation for r in chosen)

@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from numbers import Real
 
 from gpulab._checks import (
+    axes,
     choice,
     flag,
     non_negative_number,
@@ -563,7 +564,8 @@ def plot_roofline(
     for i, point in enumerate(points):
         if not isinstance(point, RooflinePoint):
             raise wrong_type(f"points[{i}]", point, "a RooflinePoint")
-    ax = ax or plt.subplots(figsize=(7, 4.5))[1]
+    if axes("ax", ax) is None:
+        ax = plt.subplots(figsize=(7, 4.5))[1]
     if intensity_range is None:
         lows = [p.intensity for p in points if p.intensity > 0] + [0.05]
         highs = [p.intensity for p in points] + [r.ridge_point for r in roofs]

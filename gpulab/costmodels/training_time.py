@@ -278,14 +278,16 @@ def resnet_training_job(
     '2.830e+18'
     """
     fwd = positive_number("forward_flops_per_image", forward_flops_per_image)
-    text("name", name, optional=True)
+    if text("name", name, optional=True) == "":
+        raise ValueError("name='' must be a name for the job, or None for the default one")
     images = positive_int("images", images)
     epochs = positive_int("epochs", epochs)
     factor = 1 + positive_number("backward_factor", backward_factor)
     steps = None
     if batch_size is not None:
         steps = epochs * math.ceil(images / positive_int("batch_size", batch_size))
-    name = name or f"ResNet × {images:,} images × {epochs} epochs"
+    if name is None:
+        name = f"ResNet × {images:,} images × {epochs} epochs"
     formula = f"{factor:g} × {fwd / 1e9:.3g} GFLOP forward × {images:,} images × {epochs} epochs"
     return TrainingJob(name, factor * fwd * images * epochs, formula, n_params, steps)
 
@@ -329,7 +331,8 @@ def transformer_training_job(
     True
     """
     named = named_model_or_none(model)
-    text("name", name, optional=True)
+    if text("name", name, optional=True) == "":
+        raise ValueError("name='' must be a name for the job, or None for the default one")
     if named is not None:
         if named.family != "transformer":
             raise ValueError(f"model={named.name!r} is not a transformer")
@@ -350,7 +353,8 @@ def transformer_training_job(
     six_n = f"6 × {n:.4g} parameters"
     if per_token > 6 * n:
         six_n = f"(6 × {n:.4g} parameters + 6 × {layers} layers × {seq_len} tokens × {hidden})"
-    name = name or f"{label or 'transformer'}, {n_params / 1e6:,.0f} M parameters × {d:.3g} tokens"
+    if name is None:
+        name = f"{label or 'transformer'}, {n_params / 1e6:,.0f} M parameters × {d:.3g} tokens"
     return TrainingJob(name, per_token * d, f"{six_n} × {d:.4g} tokens", n_params, steps)
 
 
@@ -415,6 +419,18 @@ class TimeToTrain:
         fraction("comm_share", self.comm_share)
         fraction("overlap", self.overlap)
         sentences("assumptions", self.assumptions)
+        self._check_step()
+
+    def _check_step(self) -> None:
+        from gpulab.costmodels.comms import StepTime
+
+        if self.step is not None and not isinstance(self.step, StepTime):
+            raise wrong_type("step", self.step, "a StepTime (gl.dp_step_time) or None")
+        if (self.link is None) != (self.step is None):
+            raise ValueError(
+                f"link={self.link!r} and step={self.step!r:.40} disagree: a prediction "
+                "with a link has its step, one without a link has none"
+            )
 
     @property
     def hours(self) -> float:
@@ -593,6 +609,11 @@ class ScalingEstimate:
         positive_number("tokens_per_gpu", self.tokens_per_gpu)
         if not isinstance(self.prediction, TimeToTrain):
             raise wrong_type("prediction", self.prediction, "a TimeToTrain")
+        if self.prediction.step is None:
+            raise ValueError(
+                "prediction has no step: a data-parallel estimate needs a TimeToTrain "
+                "made with a link (time_to_train(..., link=...))"
+            )
 
     @property
     def step(self):
@@ -666,8 +687,11 @@ def scaling_estimate(
     >>> round(est.step.compute_s, 3), round(est.step.efficiency, 3)
     (1.739, 0.97)
     """
+    from gpulab.hardware.interconnects import resolve_link
+
     tokens = positive_number("tokens_per_gpu", tokens_per_gpu)
     n_gpus = positive_int("n_gpus", n_gpus)
+    link = resolve_link("link", link)  # required: the estimate is about its all-reduce
     named = named_model_or_none(model)
     if named is not None and named.family != "transformer":
         raise ValueError(f"model={named.name!r} is not a transformer")

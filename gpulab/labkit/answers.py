@@ -33,9 +33,17 @@ class CheckResult:
     expected : float
         The expected value.
     ok : bool
-        Whether ``answer`` is within tolerance of ``expected``.
+        Whether ``answer`` is within tolerance of ``expected``, as :func:`math.isclose`
+        decides with ``rtol`` and ``atol``; False when there is no answer.
     message : str
         The sentence shown to the learner.
+    rtol, atol : float
+        The relative and absolute tolerance the answer was checked with.
+
+    Raises
+    ------
+    ValueError
+        When ``ok`` does not agree with ``answer``, ``expected`` and the tolerances.
     """
 
     name: str
@@ -43,6 +51,8 @@ class CheckResult:
     expected: float
     ok: bool
     message: str
+    rtol: float = 0.01
+    atol: float = 0.0
 
     def __post_init__(self) -> None:
         text("name", self.name)
@@ -51,6 +61,18 @@ class CheckResult:
         finite_number("expected", self.expected)
         flag("ok", self.ok)
         text("message", self.message)
+        non_negative_number("rtol", self.rtol)
+        non_negative_number("atol", self.atol)
+        within = self.answer is not None and math.isclose(
+            self.answer, self.expected, rel_tol=self.rtol, abs_tol=self.atol
+        )
+        if self.ok != within:
+            raise ValueError(
+                f"ok={self.ok!r} does not agree with answer={self.answer!r} and "
+                f"expected={self.expected!r}: the answer is "
+                f"{'within' if within else 'not within'} rtol={self.rtol!r}, "
+                f"atol={self.atol!r} of it"
+            )
 
     def __bool__(self) -> bool:
         return self.ok
@@ -131,19 +153,19 @@ def check(
 
     if answer is None or answer is Ellipsis:
         message = f"Not answered yet: set answer to your value for {name} and run this cell again."
-        result = CheckResult(name, None, float(expected), False, message)
+        result = CheckResult(name, None, float(expected), False, message, rtol, atol)
     elif isinstance(answer, bool) or not isinstance(answer, Real):
         message = (
             f"{name} should be a number, but answer={answer!r} is a {type(answer).__name__}. "
             "Write it as a plain number, e.g. 1.5e9."
         )
-        result = CheckResult(name, None, float(expected), False, message)
+        result = CheckResult(name, None, float(expected), False, message, rtol, atol)
     elif not math.isfinite(answer):
         message = (
             f"{name} should be a finite number, but answer={answer!r}. "
             "Look for a division by zero or an overflow."
         )
-        result = CheckResult(name, None, float(expected), False, message)
+        result = CheckResult(name, None, float(expected), False, message, rtol, atol)
     else:
         answer = float(answer)
         ok = math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol)
@@ -161,7 +183,7 @@ def check(
             )
             if hint:
                 message += f" Hint: {hint}"
-        result = CheckResult(name, answer, float(expected), ok, message)
+        result = CheckResult(name, answer, float(expected), ok, message, rtol, atol)
     if not quiet:
         print(result.message)
     return result

@@ -16,7 +16,7 @@ import matplotlib as mpl
 import matplotlib.patches
 import numpy as np
 
-from gpulab._checks import choice, finite_number, flag, positive_number, sentences, wrong_type
+from gpulab._checks import axes, choice, finite_number, flag, positive_number, sentences, wrong_type
 from gpulab._checks import text as check_text
 from gpulab.hardware.specs import DeviceSpec, list_specs
 from gpulab.units import format_duration
@@ -104,6 +104,9 @@ def plot_spec_trend(which: str = "fp32", specs: Sequence[DeviceSpec] | None = No
         raise wrong_type(
             "specs", specs, "a sequence of DeviceSpec (gl.get_spec finds them), or None"
         )
+    elif not specs:
+        raise ValueError("specs=[] is empty: give the devices to plot, or None for all")
+    axes("ax", ax)
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -187,6 +190,7 @@ def plot_measured_vs_predicted(
             raise wrong_type(f"predicted[{i}]", is_pred, "True or False")
     if not isinstance(unit, str):
         raise wrong_type("unit", unit, "a str such as 'GFLOP/s'")
+    axes("ax", ax)
     if ax is None:
         import matplotlib.pyplot as plt
 
@@ -228,8 +232,7 @@ def tidy_point_labels(ax, fontsize: float = 8) -> None:
     figure's layout is final (after ``tight_layout``), since it works in pixels.
     """
     fontsize = positive_number("fontsize", fontsize)
-    if not hasattr(ax, "texts") or not hasattr(ax, "figure"):
-        raise wrong_type("ax", ax, "a matplotlib Axes")
+    axes("ax", ax, optional=False)
     fig = ax.figure
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
@@ -324,13 +327,14 @@ def plot_extrapolation(
     matplotlib Axes
     """
     flag("durations", durations)
+    axes("ax", ax)
     check_text("xlabel", xlabel)
     check_text("title", title, optional=True)
     for parameter, value in (("measured", measured), ("predictions", predictions)):
         _labelled_values(parameter, value)
     if published is not None:
         _labelled_values("published", published)
-    published = dict(published or {})
+    published = {} if published is None else dict(published)
     groups = [
         ("measured", dict(measured)),
         ("prediction", dict(predictions)),
@@ -359,7 +363,8 @@ def plot_extrapolation(
         ),
         "published": dict(color="#8C8C8C", hatch=None, name="published result (cited)"),
     }
-    ax = ax or plt.subplots(figsize=(8, 0.42 * len(bars) + 2.4))[1]
+    if ax is None:
+        ax = plt.subplots(figsize=(8, 0.42 * len(bars) + 2.4))[1]
     for i, (_, value, kind) in enumerate(bars):
         ax.barh(
             i,

@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from gpulab._checks import flag, positive_number, text, wrong_type
+from gpulab._checks import axes, flag, fraction, non_negative_int, positive_number, text, wrong_type
 from gpulab.measure.bench import BenchResult
 
 __all__ = ["NoiseTest", "Scoreboard", "ScoreboardRow", "faster_beyond_noise"]
@@ -37,6 +37,12 @@ class NoiseTest:
         The level the decision used.
     n_before, n_after : int
         Timed blocks on each side.
+
+    Raises
+    ------
+    ValueError
+        When ``faster`` does not agree with the test: it is true exactly when both sides
+        were judged and ``p_value`` is below ``alpha``.
     """
 
     faster: bool
@@ -44,6 +50,19 @@ class NoiseTest:
     alpha: float
     n_before: int
     n_after: int
+
+    def __post_init__(self) -> None:
+        flag("faster", self.faster)
+        fraction("p_value", self.p_value)
+        fraction("alpha", self.alpha, allow_zero=False, allow_one=False)
+        non_negative_int("n_before", self.n_before)
+        non_negative_int("n_after", self.n_after)
+        if self.faster != (self.judged and self.p_value < self.alpha):
+            raise ValueError(
+                f"faster={self.faster!r} does not agree with p_value={self.p_value!r}, "
+                f"alpha={self.alpha!r} and {self.n_before} and {self.n_after} runs "
+                f"({MIN_RUNS} each are needed to judge)"
+            )
 
     @property
     def judged(self) -> bool:
@@ -261,6 +280,7 @@ class Scoreboard:
 
         from gpulab.labkit.plotting import COLORS
 
+        axes("ax", ax)
         if ax is None:
             import matplotlib.pyplot as plt
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import math
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from numbers import Real
 
@@ -199,7 +199,7 @@ def train(
     batches: Iterable,
     *,
     optimizer,
-    loss_fn=None,
+    loss_fn: Callable | None = None,
     epochs: int = 1,
     device=None,
     precision: str = "fp32",
@@ -296,7 +296,8 @@ def train(
         raise ValueError(
             f"batches is a one-shot iterator but epochs={epochs}: pass a list or a DataLoader"
         )
-    loss_fn = loss_fn or F.cross_entropy
+    if loss_fn is None:
+        loss_fn = F.cross_entropy
     device = torch_device(device)
     model.to(device)
     model.train()

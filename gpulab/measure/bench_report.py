@@ -298,7 +298,7 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     device = best_device()
     sizes = _problem_sizes(device, quick)
     min_run_time_s = 0.2 if quick else 1.0
-    say = progress or (lambda _: None)
+    say = (lambda _: None) if progress is None else progress
 
     def bench(fn, label):
         say(label)

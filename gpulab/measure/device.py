@@ -425,7 +425,7 @@ def doctor(info: DeviceInfo | None = None, file=None) -> DeviceInfo:
     info = detect_device() if info is None else _check_info(info)
     if file is not None and not hasattr(file, "write"):
         raise wrong_type("file", file, "a writable file-like object, or None")
-    print(_report(info), file=file or sys.stdout)
+    print(_report(info), file=sys.stdout if file is None else file)
     return info
 
 

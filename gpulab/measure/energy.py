@@ -27,6 +27,7 @@ import re
 import statistics
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from gpulab._checks import flag, positive_int, positive_number, text, wrong_type
@@ -145,7 +146,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
             raise ValueError(f"{entry.name} has no TDP in the registry; pass another spec=")
         if entry.kind == "cpu":
             socket_cores = _cores_in_notes(entry.notes)
-            used = cores or cores_for_peak()[0]
+            used = cores_for_peak()[0] if cores is None else cores
             if socket_cores:
                 share = min(used, socket_cores) / socket_cores
                 return PowerAssumption(
@@ -163,7 +164,7 @@ def assumed_power(device: str = "cpu", *, spec=None, cores: int | None = None) -
             f"device={device!r}: no energy counter and no rated power known; pass spec= with "
             "the registry name of this device (see python -m gpulab specs)"
         )
-    used = cores or cores_for_peak()[0]
+    used = cores_for_peak()[0] if cores is None else cores
     per_core, basis = cpu_watts_per_core()
     return PowerAssumption(
         used * per_core,
@@ -235,7 +236,7 @@ class EnergyMeter:
         nvml=None,
         interval_s: float = 0.05,
         verbose: bool = True,
-        warmup_fn=None,
+        warmup_fn: Callable[[], object] | None = None,
     ):
         interval_s = positive_number("interval_s", interval_s)
         if warmup_fn is not None and not callable(warmup_fn):
@@ -475,7 +476,7 @@ def measure_energy(
     nvml=None,
     interval_s: float = 0.05,
     verbose: bool = True,
-    warmup_fn=None,
+    warmup_fn: Callable[[], object] | None = None,
 ) -> EnergyMeter:
     """Measure the energy a block of code uses, or estimate it where nothing can be measured.
 
