@@ -2,8 +2,13 @@
 """Install what the course needs, build the book, run the tests.
 
     python3 course.py build    # install everything (first time), build the book into _build/html
+                               # and its Chinese edition into _build/html/zh
     python3 course.py test     # install everything (first time), run the whole test suite
     python3 course.py install  # install everything, nothing more
+
+    python3 course.py build --edition en       # one edition only (en or zh)
+    python3 course.py translations             # refresh the Chinese edition's catalogues
+                                               # (locale/zh_CN) from the English sources
 
     python3 course.py build --solutions-open   # instructors' copy, every worked solution
                                                # expanded: _build/instructor/_build/html
@@ -52,6 +57,14 @@ INSTRUCTOR_OUTPUT = ROOT / "_build" / "instructor"  # jupyter-book adds _build/h
 # sphinx-togglebutton collapses what matches this selector (its default is
 # ".toggle, .admonition.dropdown"); leaving sphinx-exercise solutions out shows them expanded.
 SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
+# The Chinese edition (locale/README.md): built with its own copy of _config.yml into
+# _build/zh/_build/html, then copied into the English output as _build/html/zh.
+EDITION_CONFIG = ROOT / "_config.edition.yml"
+ZH_OUTPUT = ROOT / "_build" / "zh"
+ZH_HTML = ROOT / "_build" / "html" / "zh"
+ZH_LANGUAGE = "zh_CN"
+GETTEXT_OUTPUT = ROOT / "_build" / "i18n"  # jupyter-book adds _build/gettext below it
+EDITIONS = ("en", "zh", "both")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
 BUILD_TIMEOUT_S = 1800
@@ -427,18 +440,106 @@ def drop_stale_build_cache(
     shutil.rmtree(cache)
     # Sphinx's record of the pages it read goes too: with it, a page whose text is unchanged
     # would not be read again, and so would keep its old outputs.
-    for doctrees in (cache.parent / ".doctrees", INSTRUCTOR_OUTPUT / "_build" / ".doctrees"):
+    for doctrees in (
+        cache.parent / ".doctrees",
+        INSTRUCTOR_OUTPUT / "_build" / ".doctrees",
+        ZH_OUTPUT / "_build" / ".doctrees",
+    ):
         shutil.rmtree(doctrees, ignore_errors=True)
     return True
 
 
-def build(python: Path, solutions_open: bool = False) -> int:
-    drop_stale_build_cache(BUILD_CACHE)
+def edition_config(config: dict, language: str) -> dict:
+    """``config`` (the parsed ``_config.yml``) for the edition in ``language``.
+
+    The edition reuses the English build's execution cache (the chapters' code is the same),
+    and searches with Sphinx's Chinese word splitter (jieba).
+    """
+    sphinx = dict(config.get("sphinx") or {})
+    extra = {"language": language}
+    if language.startswith("zh"):
+        extra["html_search_language"] = "zh"
+    sphinx["config"] = {**(sphinx.get("config") or {}), **extra}
+    execute = {**(config.get("execute") or {}), "cache": str(BUILD_CACHE)}
+    return {**config, "sphinx": sphinx, "execute": execute}
+
+
+def jupyter_book_command(python: Path) -> list:
     code = "from jupyter_book.cli.main import main; main()"
-    cmd = [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
+    return [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
+
+
+def _with_config(config: dict, command: list, output: Path, timeout: float) -> int:
+    """Run ``command`` with ``config`` written beside _config.yml, into ``output``."""
+    import yaml  # installed with jupyter-book, which a build needs anyway
+
+    EDITION_CONFIG.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    try:
+        return run([*command, "--config", EDITION_CONFIG, "--path-output", output], timeout,
+                   check=False)  # fmt: skip
+    finally:
+        EDITION_CONFIG.unlink(missing_ok=True)
+
+
+def _config() -> dict:
+    import yaml
+
+    return yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
+
+
+def build_chinese(python: Path) -> int:
+    """The Chinese edition into _build/zh/_build/html, then copied to _build/html/zh."""
+    say("building the Chinese edition into _build/html/zh (warnings are errors)")
+    config = edition_config(_config(), ZH_LANGUAGE)
+    code = _with_config(config, jupyter_book_command(python), ZH_OUTPUT, BUILD_TIMEOUT_S)
+    built = ZH_OUTPUT / "_build" / "html"
+    if code == 0 and built.is_dir():
+        shutil.rmtree(ZH_HTML, ignore_errors=True)
+        shutil.copytree(built, ZH_HTML)
+    return code
+
+
+def update_translations(python: Path) -> int:
+    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl)."""
+    say("extracting the English messages (gettext) into _build/i18n/_build/gettext")
+    config = edition_config(_config(), "en")
+    command = [*jupyter_book_command(python), "--builder", "custom", "--custom-builder",
+               "gettext"]  # fmt: skip
+    code = _with_config(config, command, GETTEXT_OUTPUT, BUILD_TIMEOUT_S)
+    if code != 0:
+        return code
+    pot = GETTEXT_OUTPUT / "_build" / "gettext"
+    # The sentences and labels the book's extensions write into pages (the live calculators).
+    ui = (
+        "import sys; sys.path.insert(0, sys.argv[1])\n"
+        "from live_calculators import ui_messages\n"
+        "from gpulab.course.translation import write_template\n"
+        "write_template(ui_messages(), sys.argv[2])\n"
+    )
+    code = run([python, "-c", ui, ROOT / "book" / "_ext", pot / "ui.pot"], BUILD_TIMEOUT_S,
+               check=False)  # fmt: skip
+    if code != 0:
+        return code
+    say("merging them into locale/zh_CN: changed messages become fuzzy (shown in English)")
+    update = "from sphinx_intl.commands import main; main()"
+    return run(
+        [python, "-c", update, "update", "-p", pot, "-l", ZH_LANGUAGE, "-d", ROOT / "locale"],
+        BUILD_TIMEOUT_S,
+        check=False,
+    )
+
+
+def build(python: Path, solutions_open: bool = False, edition: str = "both") -> int:
+    drop_stale_build_cache(BUILD_CACHE)
+    cmd = jupyter_book_command(python)
     if not solutions_open:
-        say("building the book into _build/html (warnings are errors)")
-        return run(cmd, BUILD_TIMEOUT_S, check=False)
+        code = 0
+        if edition in ("en", "both"):
+            say("building the book into _build/html (warnings are errors)")
+            code = run(cmd, BUILD_TIMEOUT_S, check=False)
+        if edition in ("zh", "both"):
+            code = build_chinese(python) or code
+        return code
 
     import yaml  # installed with jupyter-book, which this build needs anyway
 
@@ -472,7 +573,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="course.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("build", "test", "install"))
+    parser.add_argument("command", choices=("build", "test", "install", "translations"))
+    parser.add_argument(
+        "--edition",
+        choices=EDITIONS,
+        default="both",
+        help="build: the English edition (en), the Chinese one (zh) or both (the default)",
+    )
     parser.add_argument(
         "--solutions-open",
         action="store_true",
@@ -488,6 +595,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     args = parser.parse_args(ours)  # an unknown argument is an error here
     if args.solutions_open and args.command != "build":
         parser.error("--solutions-open goes with the build command only")
+    if args.edition != "both" and args.command != "build":
+        parser.error("--edition goes with the build command only")
     args.pytest_args = pytest_args
     return args
 
@@ -496,7 +605,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(sys.argv[1:] if argv is None else argv)
     python = ensure_environment()
     if args.command == "build":
-        return build(python, solutions_open=args.solutions_open)
+        return build(python, solutions_open=args.solutions_open, edition=args.edition)
+    if args.command == "translations":
+        return update_translations(python)
     if args.command == "test":
         return test(python, args.pytest_args)
     return 0

@@ -34,8 +34,8 @@ def commands(course, monkeypatch):
     ran = []
 
     def fake_run(cmd, timeout, check=True, **kwargs):
-        config = course.INSTRUCTOR_CONFIG
-        ran.append(([str(c) for c in cmd], config.read_text() if config.exists() else None))
+        written = [c for c in (course.INSTRUCTOR_CONFIG, course.EDITION_CONFIG) if c.exists()]
+        ran.append(([str(c) for c in cmd], written[0].read_text() if written else None))
         return 0
 
     monkeypatch.setattr(course, "run", fake_run)
@@ -44,11 +44,41 @@ def commands(course, monkeypatch):
     return ran
 
 
-def test_default_build_is_the_readers_build(course, commands):
+def test_default_build_is_the_readers_build_in_both_languages(course, commands):
     assert course.build(course.Path(sys.executable)) == 0
-    ((cmd, config),) = commands
-    assert cmd[3:] == ["build", str(course.ROOT), "--warningiserror", "--nitpick", "--keep-going"]
-    assert config is None
+    (english, config), (chinese, zh_text) = commands
+    strict = ["build", str(course.ROOT), "--warningiserror", "--nitpick", "--keep-going"]
+    assert english[3:] == strict and config is None
+    # The Chinese edition: the same strict build, with an override and its own output.
+    assert chinese[3:8] == strict
+    assert chinese[chinese.index("--config") + 1] == str(course.EDITION_CONFIG)
+    assert chinese[chinese.index("--path-output") + 1] == str(course.ZH_OUTPUT)
+    zh = yaml.safe_load(zh_text)
+    assert zh["sphinx"]["config"]["language"] == "zh_CN"
+    assert zh["sphinx"]["config"]["html_search_language"] == "zh"
+    assert zh["execute"]["cache"] == str(course.BUILD_CACHE)  # the English build's cache
+    readers = yaml.safe_load((course.ROOT / "_config.yml").read_text())
+    assert zh["sphinx"]["local_extensions"] == readers["sphinx"]["local_extensions"]
+    assert zh["sphinx"]["config"]["locale_dirs"] == ["locale/"]
+    assert not course.EDITION_CONFIG.exists(), "the temporary config is removed"
+
+
+@pytest.mark.parametrize("edition", ["en", "zh"])
+def test_one_edition_only(course, commands, edition):
+    assert course.build(course.Path(sys.executable), edition=edition) == 0
+    ((cmd, _config),) = commands
+    assert ("--config" in cmd) == (edition == "zh")
+
+
+def test_the_catalogues_are_refreshed_from_a_gettext_build(course, commands):
+    assert course.update_translations(course.Path(sys.executable)) == 0
+    (extract, config), (ui, _), (merge, _) = commands
+    assert ui[-1] == str(course.GETTEXT_OUTPUT / "_build" / "gettext" / "ui.pot")
+    assert extract[extract.index("--custom-builder") + 1] == "gettext"
+    assert extract[extract.index("--path-output") + 1] == str(course.GETTEXT_OUTPUT)
+    assert yaml.safe_load(config)["sphinx"]["config"]["gettext_compact"] is False
+    assert merge[merge.index("-l") + 1] == "zh_CN"
+    assert merge[merge.index("-d") + 1] == str(course.ROOT / "locale")
 
 
 def test_solutions_open_build_uses_an_override_and_its_own_output(course, commands):
@@ -118,6 +148,8 @@ def test_test_passes_everything_after_it_to_pytest(course):
         (["stamp"], "invalid choice: 'stamp'"),
         ([], "the following arguments are required: command"),
         (["install", "--solutions-open"], "--solutions-open goes with the build command only"),
+        (["translations", "--edition", "zh"], "--edition goes with the build command only"),
+        (["build", "--edition", "fr"], "invalid choice: 'fr'"),
     ],
 )
 def test_unknown_arguments_are_errors(course, capsys, argv, message):

@@ -49,16 +49,65 @@ NO_JS = (
     "This calculator needs a browser with JavaScript and WebAssembly; "
     "shown here is its result for the values above, computed when the book was built."
 )
+#: What the page's script says, by situation (passed to it as data attributes of the form, so
+#: the Chinese edition can say it in Chinese; ``{error}`` is filled in by the script).
+SCRIPT_TEXT = {
+    "ready": "Change any value and the result is recomputed in your browser by the course's "
+    "own Python (the first change starts Python in this page, which takes a few seconds).",
+    "starting": "Starting Python in this page…",
+    "failed": "Python could not start in this browser ({error}); the result shown is the one "
+    "computed when the book was built.",
+    "noWasm": "This calculator needs a browser with WebAssembly; shown here is its result for "
+    "the values above, computed when the book was built.",
+}
+DEAD_WIDGET = (
+    "On this page the controls above cannot respond: they need a running Python kernel (open "
+    "the lab in Jupyter or Colab). The same calculator runs live in your browser in the chapter "
+)
 
 
-def form_html(name: str) -> str:
-    """The calculator's form with its build-time result (what a reader without JS sees)."""
+def ui_messages() -> list[str]:
+    """Every sentence and label this extension writes into a page, for the translations.
+
+    The Chinese edition translates them in ``locale/zh_CN/LC_MESSAGES/ui.po``; the result a
+    calculator computes is generated text and stays in English.
+    """
+    found = [NO_JS, *SCRIPT_TEXT.values(), DEAD_WIDGET]
+    for calc in CALCULATORS.values():
+        found += [calc.title, *(f.label for f in calc.fields)]
+    return list(dict.fromkeys(found))
+
+
+def _kebab(key: str) -> str:
+    """``noWasm`` -> ``no-wasm``: the data attribute the script reads as ``dataset.textNoWasm``."""
+    return re.sub(r"([A-Z])", lambda m: "-" + m.group(1).lower(), key)
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def translator(language: str | None):
+    """``text -> text`` in ``language`` (from ``locale/<language>/LC_MESSAGES/ui.po``)."""
+    if not language or language.startswith("en"):
+        return _identity
+    from gpulab.course.translation import ui_table
+
+    table = ui_table(ROOT / "locale" / language / "LC_MESSAGES" / "ui.po")
+    return lambda text: table.get(text, text)
+
+
+def form_html(name: str, _=_identity) -> str:
+    """The calculator's form with its build-time result (what a reader without JS sees).
+
+    ``_`` translates the form's labels, title and sentences (:func:`translator`).
+    """
     calc = CALCULATORS[name]
     esc = html.escape
     fields = []
     for f in calc.fields:
         ident = f"calc-{name}-{f.name}"
-        label = f'<label for="{ident}">{esc(f.label)}</label>'
+        label = f'<label for="{ident}">{esc(_(f.label))}</label>'
         common = f'id="{ident}" name="{f.name}" disabled'
         if f.kind == "select":
             options = "".join(
@@ -77,12 +126,16 @@ def form_html(name: str) -> str:
                 control += f'<output for="{ident}">{f.default}</output>'
         fields.append(f'<div class="gl-calc-field">{label}{control}</div>')
     result = run(name, calc.defaults())
+    texts = "".join(
+        f' data-text-{_kebab(key)}="{esc(_(text))}"' for key, text in SCRIPT_TEXT.items()
+    )
+    title = esc(_(calc.title))
     return (
-        f'<div class="gl-calc" id="calc-{name}" data-calculator="{name}">'
-        f'<p class="gl-calc-title">{esc(calc.title)}</p>'
-        f'<div class="gl-calc-fields" role="group" aria-label="{esc(calc.title)}">'
+        f'<div class="gl-calc" id="calc-{name}" data-calculator="{name}"{texts}>'
+        f'<p class="gl-calc-title">{title}</p>'
+        f'<div class="gl-calc-fields" role="group" aria-label="{title}">'
         f"{''.join(fields)}</div>"
-        f'<p class="gl-calc-status">{NO_JS}</p>'
+        f'<p class="gl-calc-status">{esc(_(NO_JS))}</p>'
         f'<div class="gl-calc-result" aria-live="polite" data-build-result>{result["html"]}</div>'
         "</div>"
     )
@@ -105,7 +158,7 @@ class CalculatorDirective(Directive):
         if name in placed and placed[name] != env.docname:
             raise self.error(f"calculator {name!r} is already in {placed[name]}")
         placed[name] = env.docname
-        node = nodes.raw("", form_html(name), format="html")
+        node = nodes.raw("", form_html(name, translator(env.config.language)), format="html")
         return [node]
 
 
@@ -209,13 +262,10 @@ def _note_dead_widgets(app, doctree, docname) -> None:
         uri = app.builder.get_relative_uri(docname, target) + f"#calc-{name}"
         title = app.env.titles[target].astext() if target in app.env.titles else target
         note = nodes.paragraph(classes=["gl-dead-widget"])
-        note += nodes.Text(
-            "On this page the controls above cannot respond: they need a running Python "
-            "kernel (open the lab in Jupyter or Colab). The same calculator runs live in your "
-            "browser in the chapter "
-        )
+        _ = translator(app.config.language)
+        note += nodes.Text(_(DEAD_WIDGET))
         note += nodes.reference("", f"{title}", refuri=uri, internal=True)
-        note += nodes.Text(".")
+        note += nodes.Text("。" if _ is not _identity else ".")
         cell += note
 
 

@@ -29,6 +29,8 @@ __all__ = [
     "glossary_terms",
     "main",
     "term_forms",
+    "ui_table",
+    "write_template",
 ]
 
 #: Where the catalogues are, relative to the repository root.
@@ -234,7 +236,7 @@ def _read(path: Path):
 
 def _page(path: Path) -> str:
     parts = Path(path).with_suffix("").parts
-    return "/".join(parts[-2:])
+    return parts[-1] if parts[-2] == "LC_MESSAGES" else "/".join(parts[-2:])
 
 
 def coverage(path: str | Path) -> Coverage:
@@ -256,14 +258,40 @@ def check_catalogue(path: str | Path, terms: dict[str, tuple[str, ...]]) -> list
     return problems
 
 
+def ui_table(path: str | Path) -> dict[str, str]:
+    """English -> translation for every translated, non-fuzzy message of the catalogue at
+    ``path`` (the book's interface sentences, ``ui.po``); empty if there is no catalogue."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    return {m.id: m.string for m in _read(path) if m.id and m.string and not m.fuzzy}
+
+
+def write_template(messages: list[str], path: str | Path) -> Path:
+    """A gettext template (``.pot``) holding ``messages``, for ``sphinx-intl update``."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    catalogue = Catalog(project="gpulab", charset="utf-8")
+    for message in messages:
+        catalogue.add(message)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        write_po(handle, catalogue, omit_header=False)
+    return path
+
+
 def catalogue_paths(root: str | Path) -> list[Path]:
     """Every page's catalogue under ``root/locale/zh_CN/LC_MESSAGES``, sorted."""
-    return sorted((Path(root) / LOCALE_DIR).glob("*/*.po"))
+    base = Path(root) / LOCALE_DIR
+    return sorted([*base.glob("*/*.po"), *base.glob("ui.po")])
 
 
 def _root_of(path: Path) -> Path:
-    # root/locale/zh_CN/LC_MESSAGES/<book|notebooks>/<page>.po
-    return path.resolve().parents[4]
+    # root/locale/zh_CN/LC_MESSAGES/<book|notebooks>/<page>.po, or .../LC_MESSAGES/ui.po
+    resolved = path.resolve()
+    return resolved.parents[3] if resolved.parent.name == "LC_MESSAGES" else resolved.parents[4]
 
 
 def main(argv: list[str] | None = None) -> int:

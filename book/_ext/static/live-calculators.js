@@ -7,9 +7,12 @@
 (function () {
   "use strict";
   const base = new URL("live/", document.currentScript.src);
-  const READY_TEXT =
-    "Change any value and the result is recomputed in your browser by the course's own " +
-    "Python (the first change starts Python in this page, which takes a few seconds).";
+  // What to say, by situation: the page writes it on each form (data-text-*), in the
+  // edition's language (book/_ext/live_calculators.py, SCRIPT_TEXT).
+  function say(calc, key, error) {
+    const text = calc.dataset["text" + key[0].toUpperCase() + key.slice(1)] || key;
+    return text.replace("{error}", String(error));
+  }
   const timings = { touch: null, firstResultMs: null, updatesMs: [] };
   let runtime = null; // a promise of the Python function run_json(name, values_json)
 
@@ -49,11 +52,10 @@
     const result = calc.querySelector(".gl-calc-result");
     let runJson;
     try {
-      if (!runtime) status(calc, "Starting Python in this page…");
+      if (!runtime) status(calc, say(calc, "starting"));
       runJson = await startPython();
     } catch (err) {
-      status(calc, "Python could not start in this browser (" + err + "); the result " +
-        "shown is the one computed when the book was built.");
+      status(calc, say(calc, "failed", err));
       return;
     }
     const asked = values(calc);
@@ -70,7 +72,7 @@
     calc.dataset.computed = String(Number(calc.dataset.computed || 0) + 1);
     calc.dataset.values = JSON.stringify(asked);
     calc.dataset.numbers = JSON.stringify(out.numbers);
-    status(calc, READY_TEXT);
+    status(calc, say(calc, "ready"));
   }
 
   // One computation at a time per calculator, always on the latest inputs.
@@ -96,14 +98,13 @@
 
   function setUp(calc) {
     if (typeof WebAssembly !== "object") {
-      status(calc, "This calculator needs a browser with WebAssembly; shown here is its " +
-        "result for the values above, computed when the book was built.");
+      status(calc, say(calc, "noWasm"));
       return;
     }
     calc.querySelectorAll("select, input").forEach((el) => {
       el.disabled = false;
     });
-    status(calc, READY_TEXT);
+    status(calc, say(calc, "ready"));
     calc.addEventListener("pointerdown", touched);
     calc.addEventListener("focusin", touched);
     calc.addEventListener("input", (event) => {
