@@ -21,7 +21,7 @@ SWITCH_TO_ZH = "中文版"
 SWITCH_TO_EN = "English edition"
 GENERATED_IN_ENGLISH = (
     "本页中由代码生成的文字（结论、生成的表格和程序输出）保持英文："
-    "它们在构建时由与英文版相同的代码计算得出。"
+    "它们由与英文版相同的代码计算得出，随测量结果一起更新。"
 )
 #: Markers of cell output in a page's HTML (MyST-NB's output containers, glued Markdown).
 OUTPUT_MARKERS = ('class="cell_output', 'class="output', "pasted-inline")

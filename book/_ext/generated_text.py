@@ -1,0 +1,36 @@
+"""Text a cell generated is not offered for translation: it stays as the code wrote it.
+
+The Chinese edition (``locale/README.md``) translates what authors wrote. A cell's output
+(printed lines, claims, generated tables, a recorded measurement) is computed, and changes
+whenever a lab is re-recorded or the package changes; translated, it would go stale without
+anyone seeing it. So every text node inside a cell's output is marked not translatable before
+Sphinx extracts or applies translations, and each Chinese page with outputs says that such
+text is in English (``language_switch``).
+"""
+
+from __future__ import annotations
+
+from docutils import nodes
+from sphinx.transforms import SphinxTransform
+
+#: MyST-NB's container for a code cell's outputs.
+OUTPUT_ELEMENT = "cell_code_output"
+
+
+class KeepGeneratedTextUntranslated(SphinxTransform):
+    """Mark every text element in a cell's outputs ``translatable = False``."""
+
+    # Before Sphinx's own i18n transform (priority 20), which reads the flag.
+    default_priority = 15
+
+    def apply(self, **kwargs) -> None:
+        for container in self.document.findall(nodes.container):
+            if container.get("nb_element") != OUTPUT_ELEMENT:
+                continue
+            for node in container.findall(nodes.TextElement):
+                node["translatable"] = False
+
+
+def setup(app):
+    app.add_transform(KeepGeneratedTextUntranslated)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
