@@ -22,14 +22,16 @@ def _setup(tmp: Path) -> None:
     """The files the cases point at: a plain file, broken notebooks, a folder of labs."""
     (tmp / "afile").write_text("not a folder\n")
     (tmp / "empty").mkdir()
-    (tmp / "labs").mkdir()
-    (tmp / "labs" / "x_lab.ipynb").write_text("{}")
+    (tmp / "broken").mkdir()
+    (tmp / "broken" / "y_lab.ipynb").write_text("{")
     (tmp / "notjson.ipynb").write_text("not json\n")
     (tmp / "nocells.ipynb").write_text("{}")
     cell = {"cell_type": "code", "id": "c1", "metadata": {}, "source": "1", "outputs": [],
             "execution_count": None}  # fmt: skip
     notebook = {"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     (tmp / "notalab.ipynb").write_text(json.dumps(notebook))
+    (tmp / "labs").mkdir()
+    (tmp / "labs" / "x_lab.ipynb").write_text(json.dumps(notebook))
 
 
 CASES = {
@@ -44,6 +46,10 @@ CASES = {
     ),
     "record_all_folder_is_a_file": (["record", "--all", "--folder", "afile"], "afile is a file"),
     "record_all_folder_without_labs": (["record", "--all", "--folder", "empty"], "holds no labs"),
+    "record_all_broken_lab": (
+        ["record", "--all", "--folder", "broken"],
+        "broken/y_lab.ipynb is not a valid notebook",
+    ),
     "record_zero_timeout": (["record", "--timeout", "0", "notalab.ipynb"], "--timeout 0 must"),
     "record_negative_timeout": (["record", "--all", "--timeout", "-5"], "--timeout -5 must"),
     "record_nothing": (["record"], "name the labs to record, or give --all"),
@@ -57,6 +63,10 @@ CASES = {
     ),
     "student_missing_labs": (["student", "out", "--notebooks", "/nonexistent"], "does not exist"),
     "student_no_labs": (["student", "out", "--notebooks", "empty"], "holds no notebooks"),
+    "student_broken_lab": (
+        ["student", "out", "--notebooks", "broken"],
+        "broken/y_lab.ipynb is not a valid notebook",
+    ),
     "student_into_the_labs": (["student", "labs", "--notebooks", "labs"], "labs' own folder"),
     "bench_out_a_folder": (["bench", "--quick", "--out", "empty"], "--out empty is a folder"),
     "bench_out_under_a_file": (["bench", "--quick", "--out", "afile/r.json"], "cannot write"),

@@ -17,20 +17,25 @@ COMMANDS = ("record", "stamp", "student")
 EXTRA_MODULES = ("nbformat", "nbclient", "yaml", "jsonschema")
 
 
-def _lab_notebook(path: Path):
-    """The notebook at ``path``, read, if it is a lab that can be recorded."""
+def _read_notebook(path: Path):
+    """The notebook at ``path``; a :class:`UsageError` if it is not a readable notebook."""
     import nbformat
 
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as err:  # nbformat raises JSON, schema and version errors alike
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UsageError(f"{path} is not a valid notebook ({reason})") from None
+
+
+def _lab_notebook(path: Path):
+    """The notebook at ``path``, read, if it is a lab that can be recorded."""
     from gpulab.course.record import _provenance_cells
 
     if path.suffix != ".ipynb" or not path.is_file():
         state = "does not exist" if not path.exists() else "is not a notebook file (.ipynb)"
         raise UsageError(f"{path} {state}; name a lab's file, e.g. notebooks/roofline_lab.ipynb")
-    try:
-        nb = nbformat.read(path, as_version=4)
-    except Exception as err:  # nbformat raises JSON, schema and version errors alike
-        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
-        raise UsageError(f"{path} is not a valid notebook ({reason})") from None
+    nb = _read_notebook(path)
     try:
         _provenance_cells(nb, path)
     except ValueError as err:
@@ -50,10 +55,13 @@ def _record(args: argparse.Namespace) -> int:
         )
     if args.all:
         folder = existing_folder("--folder", args.folder, "labs (*_lab.ipynb)")
-        if not any(folder.glob("*_lab.ipynb")):
+        labs = sorted(folder.glob("*_lab.ipynb"))
+        if not labs:
             raise UsageError(
                 f"--folder {folder} holds no labs (*_lab.ipynb); give the labs' folder"
             )
+        for lab in labs:
+            _read_notebook(lab)
     for path in args.notebooks:
         _lab_notebook(path)
     try:
@@ -84,13 +92,14 @@ def _stamp(args: argparse.Namespace) -> int:
 
 
 def _student(args: argparse.Namespace) -> int:
-    import nbformat  # noqa: F401 - a missing course extra is reported before outdir is made
-
     from gpulab.course.student import write_student_copies
 
     notebooks = existing_folder("--notebooks", args.notebooks, "labs (*.ipynb)")
-    if not any(notebooks.glob("*.ipynb")):
+    labs = sorted(notebooks.glob("*.ipynb"))
+    if not labs:
         raise UsageError(f"--notebooks {notebooks} holds no notebooks; give the labs' folder")
+    for lab in labs:
+        _read_notebook(lab)
     if args.outdir.resolve() == notebooks.resolve():
         raise UsageError(
             f"{args.outdir} is the labs' own folder: the copies would overwrite the solutions; "
