@@ -7,6 +7,7 @@ else's package. Instructions install from the course's repository (``"gpulab @ g
 
 import json
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -64,13 +65,32 @@ def test_an_install_from_a_source_is_not_flagged(text):
     assert bare_installs(text) == []
 
 
+#: Folders of tools and builds, not of the course.
+NOT_THE_COURSE = {".git", ".venv", "_build", ".hypothesis", ".ruff_cache", ".benchmarks",
+                  ".pytest_cache", ".ipynb_checkpoints", "node_modules"}  # fmt: skip
+
+
+def _course_files() -> list[Path]:
+    """The repository's files: git's list where there is one, else every file but tools'."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "-z"], cwd=ROOT, capture_output=True, text=True, timeout=60
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        listed = None
+    if listed is not None and listed.returncode == 0 and listed.stdout:
+        return [ROOT / name for name in listed.stdout.split("\0") if name]
+    return [
+        path for path in ROOT.rglob("*") if not NOT_THE_COURSE & set(path.relative_to(ROOT).parts)
+    ]
+
+
 def _texts():
     """(path, text) of every text file of the course, notebooks as their cells' sources."""
-    for path in sorted(ROOT.rglob("*")):
-        parts = path.relative_to(ROOT).parts
-        if path.suffix not in SUFFIXES or any(p.startswith((".", "_build")) for p in parts):
-            continue
+    for path in sorted(_course_files()):
         if path == Path(__file__).resolve() or not path.is_file():
+            continue
+        if path.suffix not in SUFFIXES and path.parent.name not in (".ci", "workflows"):
             continue
         text = path.read_text(encoding="utf-8", errors="replace")
         if path.suffix == ".ipynb":
