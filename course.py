@@ -39,9 +39,11 @@ from __future__ import annotations
 import argparse
 import hashlib
 import os
+import re
 import shutil
 import subprocess
 import sys
+import threading
 import venv
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -449,6 +451,97 @@ def drop_stale_build_cache(
     return True
 
 
+# --------------------------------------------------------------------------- building
+
+_ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
+_FAILED_PAGE = re.compile(r"^(?P<page>\S.*?): WARNING: Executing notebook failed: \w+", re.M)
+_FAILED_SOURCE = re.compile(
+    r"An error occurred while executing the following cell:\n-+\n(?P<source>.*?)\n-+\n", re.S
+)
+_FAILED_AT = re.compile(r"^Cell In\[(?P<cell>\d+)\], line (?P<line>\d+)", re.M)
+_ERROR_LINE = re.compile(r"^(?:[A-Za-z_][\w.]*\.)?([A-Za-z_]\w*(?:Error|Exception|Interrupt)\b.*)$")
+
+
+def _page_name(page: str) -> str:
+    """``page`` relative to the repository when it lies inside it."""
+    try:
+        return str(Path(page).resolve().relative_to(ROOT))
+    except (OSError, ValueError):
+        return page
+
+
+def failed_cells(log: str) -> list[str]:
+    """One line per failing chapter cell in a build's ``log``: page, cell and error.
+
+    myst-nb logs a failing cell as ``<page>: WARNING: Executing notebook failed: ...``
+    followed by the cell's source and its traceback, which end with the error; the
+    traceback's ``Cell In[n], line k`` names the code cell (the n-th run, so the n-th code
+    cell of the page) and the line of it that failed.
+    """
+    text = _ANSI.sub("", log)
+    starts = list(_FAILED_PAGE.finditer(text))
+    lines = []
+    for start, after in zip(starts, [*starts[1:], None], strict=False):
+        block = text[start.end() : after.start() if after else None]
+        block = block.split("[mystnb.exec]", 1)[0]
+        errors = [m.group(1) for line in block.splitlines() if (m := _ERROR_LINE.match(line))]
+        # the cell's own error comes last; nbclient's CellExecutionError wraps it
+        error = next((e for e in reversed(errors) if not e.startswith("CellExecutionError")), "")
+        where = _page_name(start.group("page"))
+        at, source = _FAILED_AT.search(block), _FAILED_SOURCE.search(block)
+        if at:
+            where += f", code cell {at.group('cell')}"
+            cell_lines = source.group("source").splitlines() if source else []
+            line = int(at.group("line"))
+            if 0 < line <= len(cell_lines):
+                where += f" (line {line}: {cell_lines[line - 1].strip()})"
+        lines.append(f"{where}: {error or 'see the log above'}")
+    return lines
+
+
+def run_logged(cmd: list[str | Path], timeout: int) -> tuple[int, str]:
+    """Run ``cmd`` like :func:`run`, showing its output as it comes; return (status, output)."""
+    env = dict(os.environ)
+    env["PATH"] = str(Path(cmd[0]).parent) + os.pathsep + env.get("PATH", "")
+    proc = subprocess.Popen(
+        [str(c) for c in cmd],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        errors="replace",
+    )
+    output: list[str] = []
+
+    def echo() -> None:
+        for line in proc.stdout:
+            sys.stdout.write(line)
+            sys.stdout.flush()
+            output.append(line)
+
+    reader = threading.Thread(target=echo, daemon=True)
+    reader.start()
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        sys.exit(f"[course] gave up after {timeout} s: {' '.join(map(str, cmd))}")
+    reader.join(timeout=10)
+    return proc.returncode, "".join(output)
+
+
+def run_build(cmd: list[str | Path]) -> int:
+    """Run a book build; if chapter cells failed, end by naming each (page, cell, error)."""
+    status, log = run_logged(cmd, BUILD_TIMEOUT_S)
+    failures = failed_cells(log) if status else []
+    if failures:
+        say("the build failed because a chapter cell raised an error:")
+        for failure in failures:
+            print(f"  {failure}", flush=True)
+    return status
+
+
 def edition_config(config: dict, language: str) -> dict:
     """``config`` (the parsed ``_config.yml``) for the edition in ``language``.
 
@@ -469,14 +562,13 @@ def jupyter_book_command(python: Path) -> list:
     return [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
 
 
-def _with_config(config: dict, command: list, output: Path, timeout: float) -> int:
-    """Run ``command`` with ``config`` written beside _config.yml, into ``output``."""
+def _with_config(config: dict, command: list, output: Path) -> int:
+    """Build with ``command`` and ``config`` written beside _config.yml, into ``output``."""
     import yaml  # installed with jupyter-book, which a build needs anyway
 
     EDITION_CONFIG.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     try:
-        return run([*command, "--config", EDITION_CONFIG, "--path-output", output], timeout,
-                   check=False)  # fmt: skip
+        return run_build([*command, "--config", EDITION_CONFIG, "--path-output", output])
     finally:
         EDITION_CONFIG.unlink(missing_ok=True)
 
@@ -491,7 +583,7 @@ def build_chinese(python: Path) -> int:
     """The Chinese edition into _build/zh/_build/html, then copied to _build/html/zh."""
     say("building the Chinese edition into _build/html/zh (warnings are errors)")
     config = edition_config(_config(), ZH_LANGUAGE)
-    code = _with_config(config, jupyter_book_command(python), ZH_OUTPUT, BUILD_TIMEOUT_S)
+    code = _with_config(config, jupyter_book_command(python), ZH_OUTPUT)
     built = ZH_OUTPUT / "_build" / "html"
     if code == 0 and built.is_dir():
         shutil.rmtree(ZH_HTML, ignore_errors=True)
@@ -505,7 +597,7 @@ def update_translations(python: Path) -> int:
     config = edition_config(_config(), "en")
     command = [*jupyter_book_command(python), "--builder", "custom", "--custom-builder",
                "gettext"]  # fmt: skip
-    code = _with_config(config, command, GETTEXT_OUTPUT, BUILD_TIMEOUT_S)
+    code = _with_config(config, command, GETTEXT_OUTPUT)
     if code != 0:
         return code
     pot = GETTEXT_OUTPUT / "_build" / "gettext"
@@ -536,7 +628,7 @@ def build(python: Path, solutions_open: bool = False, edition: str = "both") -> 
         code = 0
         if edition in ("en", "both"):
             say("building the book into _build/html (warnings are errors)")
-            code = run(cmd, BUILD_TIMEOUT_S, check=False)
+            code = run_build(cmd)
         if edition in ("zh", "both"):
             code = build_chinese(python) or code
         return code
@@ -548,11 +640,7 @@ def build(python: Path, solutions_open: bool = False, edition: str = "both") -> 
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
     INSTRUCTOR_CONFIG.write_text(yaml.safe_dump(instructor_config(config)), encoding="utf-8")
     try:
-        return run(
-            [*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT],
-            BUILD_TIMEOUT_S,
-            check=False,
-        )
+        return run_build([*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT])
     finally:
         INSTRUCTOR_CONFIG.unlink(missing_ok=True)
 

@@ -11,6 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpulab._usage import USAGE_STATUS, UsageError, writable_file
 from gpulab.course import cli as course_cli
 
 
@@ -36,6 +37,8 @@ def _bench(args: argparse.Namespace) -> int:
 
     from gpulab.measure.bench_report import run_bench
 
+    if args.out is not None:  # before the measurements, which take a while
+        writable_file("--out", args.out)
     report = run_bench(
         quick=args.quick, notes=args.notes, progress=lambda name: print(f"measuring {name}...")
     )
@@ -68,7 +71,11 @@ def main(argv: list[str] | None = None) -> int:
     if args.command in course_cli.COMMANDS:
         return course_cli.run(args)
     handlers = {"doctor": _doctor, "specs": _specs, "bench": _bench}
-    return handlers[args.command](args)
+    try:
+        return handlers[args.command](args)
+    except UsageError as err:
+        print(f"python -m gpulab {args.command}: {err}", file=sys.stderr)
+        return USAGE_STATUS
 
 
 if __name__ == "__main__":

@@ -15,18 +15,16 @@ def run_notebook(
     """Execute ``nb`` in place in a kernel started in ``cwd`` with ``env``; return it.
 
     ``timeout_s`` bounds each cell (nbclient's ``timeout``), so a cell that hangs fails the
-    test instead of stalling it; the kernel is shut down however the run ends.
+    test instead of stalling it. nbclient starts and owns the kernel (an asynchronous kernel
+    manager), so it notices within a second or two when the kernel dies (``DeadKernelError``)
+    and shuts the kernel down however the run ends. A blocking kernel manager handed in from
+    outside would not do: its client waits for output without a timeout, and a killed kernel
+    then hangs the run, deaf even to SIGTERM.
     """
-    from jupyter_client.manager import KernelManager
     from nbclient import NotebookClient
 
-    km = KernelManager(kernel_name="python3")
-    km.start_kernel(env=env, cwd=str(cwd))
-    try:
-        NotebookClient(nb, km=km, timeout=timeout_s).execute()
-    finally:
-        if km.has_kernel:
-            km.shutdown_kernel(now=True)
+    client = NotebookClient(nb, timeout=timeout_s, kernel_name="python3")
+    client.execute(env=env, cwd=str(cwd))
     return nb
 
 

@@ -33,11 +33,19 @@ def commands(course, monkeypatch):
     """The commands build() would run, with what the config file said at that moment."""
     ran = []
 
-    def fake_run(cmd, timeout, check=True, **kwargs):
+    def record(cmd):
         written = [c for c in (course.INSTRUCTOR_CONFIG, course.EDITION_CONFIG) if c.exists()]
         ran.append(([str(c) for c in cmd], written[0].read_text() if written else None))
+
+    def fake_run_logged(cmd, timeout):  # the book builds
+        record(cmd)
+        return 0, ""
+
+    def fake_run(cmd, timeout, check=True, **kwargs):  # any other command
+        record(cmd)
         return 0
 
+    monkeypatch.setattr(course, "run_logged", fake_run_logged)
     monkeypatch.setattr(course, "run", fake_run)
     # The real build cache (a developer's _build/) is never touched by these tests.
     monkeypatch.setattr(course, "BUILD_CACHE", course.Path("/nonexistent/gpulab/.jupyter_cache"))
@@ -508,3 +516,72 @@ def test_every_folder_a_chapter_reads_is_a_build_cache_input(course):
             read |= set(re.findall(r"[\"']\.\./([\w.-]+)", cell))
     assert {"results", "notebooks"} <= read  # the gallery and the labs' tables, at least
     assert read <= set(course.CACHE_INPUTS), read - set(course.CACHE_INPUTS)
+
+
+# What jupyter-book 1.x (myst-nb) prints when a chapter cell fails, shortened, colours kept:
+# the cause comes first, then ~130 lines of tracebacks of the build itself.
+FAILED_BUILD_LOG = """\
+/repo/book/page.md: Executing notebook using local CWD [mystnb]
+\x1b[91m/repo/book/page.md: WARNING: Executing notebook failed: CellExecutionError
+Traceback (most recent call last):
+  File "nbclient/client.py", line 918, in _check_raise_for_error
+    raise CellExecutionError.from_cell_and_msg(cell, exec_reply_content)
+nbclient.exceptions.CellExecutionError: An error occurred while executing the following cell:
+------------------
+import math
+y = math.sqrt(-1)
+------------------
+
+
+\x1b[0;31m---------------------------------------------------------------------------\x1b[0m
+\x1b[0;31mValueError\x1b[0m                                Traceback (most recent call last)
+Cell \x1b[0;32mIn[2], line 2\x1b[0m
+\x1b[1;32m      1\x1b[0m \x1b[38;5;28;01mimport\x1b[39;00m math
+\x1b[0;32m----> 2\x1b[0m y \x1b[38;5;241m=\x1b[39m math.sqrt(-1)
+
+\x1b[0;31mValueError\x1b[0m: math domain error
+
+ [mystnb.exec]\x1b[39;49;00m
+/repo/book/other.md: WARNING: Executing notebook failed: CellTimeoutError
+Traceback (most recent call last):
+nbclient.exceptions.CellTimeoutError: A cell timed out while it was being executed, after 60 s.
+ [mystnb.exec]
+\x1b[91mException occurred:\x1b[39;49;00m
+myst_nb.core.execute.base.ExecutionError: /repo/book/page.md
+Traceback (most recent call last):
+RuntimeError: There was an error in building your book. Look above for the cause.
+"""
+
+
+def test_failed_cells_names_page_cell_line_and_error(course):
+    assert course.failed_cells(FAILED_BUILD_LOG) == [
+        "/repo/book/page.md, code cell 2 (line 2: y = math.sqrt(-1)): "
+        "ValueError: math domain error",
+        "/repo/book/other.md: CellTimeoutError: A cell timed out while it was being executed, "
+        "after 60 s.",
+    ]
+    assert course.failed_cells("build succeeded.\n") == []
+
+
+def test_a_page_inside_the_repository_is_named_relative_to_it(course):
+    log = FAILED_BUILD_LOG.replace("/repo/", f"{course.ROOT}/")
+    assert course.failed_cells(log)[0].startswith("book/page.md, code cell 2 ")
+
+
+def test_a_failed_build_ends_with_the_failing_cells(course, capsys):
+    # a stand-in for jupyter-book: prints the log of a failed build and exits with status 1
+    script = f"import sys; sys.stdout.write({FAILED_BUILD_LOG!r}); sys.exit(1)"
+    assert course.run_build([sys.executable, "-c", script]) == 1
+    out = capsys.readouterr().out
+    assert "There was an error in building your book" in out  # the build's output is shown
+    summary = out[out.index("Look above for the cause.") :].splitlines()[1:]
+    assert summary[0] == "[course] the build failed because a chapter cell raised an error:"
+    assert summary[1].endswith(
+        "code cell 2 (line 2: y = math.sqrt(-1)): ValueError: math domain error"
+    )
+    assert "CellTimeoutError" in summary[2] and len(summary) == 3
+
+
+def test_a_build_that_succeeds_adds_no_summary(course, capsys):
+    assert course.run_build([sys.executable, "-c", "print('build succeeded.')"]) == 0
+    assert capsys.readouterr().out == "build succeeded.\n"

@@ -163,7 +163,8 @@ def test_launch_env_keeps_what_the_user_set():
     [({"command": ["python", "x.py"]}, TypeError), ({"command": ("python", 1)}, TypeError),
      ({"returncode": 2.5}, TypeError), ({"stdout": None}, TypeError),
      ({"elapsed_s": -1.0}, ValueError), ({"timed_out": 0}, TypeError),
-     ({"failed_rank": -1}, ValueError)],
+     ({"failed_rank": -1}, ValueError), ({"stopped_pids": [12]}, TypeError),
+     ({"surviving_pids": (0,)}, TypeError), ({"stopped_pids": (True,)}, TypeError)],
 )  # fmt: skip
 def test_a_launch_result_refuses_bad_fields_by_name(field, error):
     good = dict(command=("python", "x.py"), returncode=0, stdout="", stderr="", elapsed_s=1.0,
@@ -219,6 +220,8 @@ def test_a_bad_timeout_is_refused_before_anything_starts(tmp_path, monkeypatch, 
         (dict(n_ranks=2.0), TypeError, "n_ranks=2.0"),
         (dict(n_ranks=True), TypeError, "n_ranks=True"),
         (dict(n_ranks=0), ValueError, "n_ranks=0"),
+        (dict(n_ranks=10**30), ValueError, "n_ranks=10+ must be at most 128"),
+        (dict(n_ranks=129), ValueError, "n_ranks=129 must be at most 128"),
         (dict(args="--epochs 2"), TypeError, "args='--epochs 2'"),
         (dict(args=["--epochs", None]), TypeError, "args="),
         (dict(env={"RANK": 0}), TypeError, "env="),

@@ -96,3 +96,41 @@ def test_a_rank_that_hangs_in_a_ring_step_ends_the_job_within_its_timeout(tmp_pa
     assert result.failed_rank == 0
     assert "timed out" in result.message.lower()
     _no_rank_left(tmp_path)
+
+
+def test_a_timeout_stops_ranks_that_ignore_sigterm_and_says_which_processes_it_stopped(tmp_path):
+    # torchrun starts each rank in a session of its own, so stopping torchrun's process group
+    # alone leaves these ranks running. No collective: each rank only records its pid, ignores
+    # SIGTERM and hangs, and the job must still leave no process behind.
+    (tmp_path / "job.py").write_text(
+        textwrap.dedent(
+            """
+            import os, signal, time
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+            with open("/proc/self/stat") as stat:
+                started = stat.read().rsplit(")", 1)[1].split()[19]
+            with open(f"pid{os.environ['RANK']}.tmp", "w") as f:
+                f.write(f"{os.getpid()} {started}")
+            os.replace(f"pid{os.environ['RANK']}.tmp", f"pid{os.environ['RANK']}")
+            time.sleep(600)
+            """
+        )
+    )
+    timeout_s = 8.0
+    # the ranks must be up before the timeout; on a loaded machine torchrun's start-up is slow,
+    # so the timeout grows until a launch finds both ranks running when it ends
+    for _ in range(3):
+        result = gl.torchrun("job.py", 2, cwd=tmp_path, timeout_s=timeout_s, echo=False)
+        if all((tmp_path / f"pid{r}").exists() for r in (0, 1)):
+            break
+        timeout_s *= 2
+    else:
+        pytest.skip("torchrun did not start both ranks in time on this machine")
+    assert result.timed_out and not result.ok and result.returncode is None
+    assert result.surviving_pids == ()
+    rank_pids = {int((tmp_path / f"pid{r}").read_text().split()[0]) for r in (0, 1)}
+    assert rank_pids <= set(result.stopped_pids)
+    assert all(str(pid) in result.message for pid in result.stopped_pids)
+    assert f"{len(result.stopped_pids)} processes" in result.message
+    assert "were stopped" in result.message
+    assert not any(_running(tmp_path, r) for r in (0, 1)), "a rank survived the timeout"

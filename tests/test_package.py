@@ -119,4 +119,4 @@ def test_course_command_without_the_course_extra_says_what_to_install(
     (tmp_path / "x_lab.ipynb").write_text("{}")
     assert main(["student", str(tmp_path / "out"), "--notebooks", str(tmp_path)]) == 2
     err = capsys.readouterr().err
-    assert "needs nbformat" in err and "pip install 'gpulab[course]'" in err
+    assert "needs nbformat" in err and "pip install -e '.[course]'" in err

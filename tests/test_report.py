@@ -270,3 +270,90 @@ def test_gallery_figure_has_a_panel_per_report(committed_reports):
     plt.close(fig)
     with pytest.raises(ValueError, match="reports=\\[\\] is empty"):
         gallery.plot_reports([])
+
+
+# Breakages that reach every keyword the schema uses, for comparing the standard-library
+# checker with jsonschema: each breaks the committed report in one way (or several).
+_BREAKAGES = {
+    "valid": lambda r: None,
+    "version": lambda r: r.update(schema_version=2),
+    "version_bool": lambda r: r.update(schema_version=True),
+    "missing": lambda r: [r.pop(k) for k in ("notes", "quick")],
+    "notes_type": lambda r: r.update(notes=3),
+    "quick_int": lambda r: r.update(quick=1),
+    "threads_zero": lambda r: r.update(threads=0),
+    "threads_float": lambda r: r.update(threads=2.0),
+    "threads_half": lambda r: r.update(threads=2.5),
+    "kind": lambda r: r["provenance"].update(kind="tpu"),
+    "device_empty": lambda r: r["provenance"].update(device=""),
+    "torch_null": lambda r: r["provenance"].update(torch=None),
+    "torch_number": lambda r: r["provenance"].update(torch=2),
+    "date": lambda r: r["provenance"].update(date="2026/12/02"),
+    "results_empty": lambda r: r["results"].clear(),
+    "results_dict": lambda r: r.update(results={}),
+    "value_zero": lambda r: r["results"][0].update(value=0),
+    "value_bool": lambda r: r["results"][0].update(value=True),
+    "iqr_negative": lambda r: r["results"][0].update(iqr_s=-0.1),
+    "runs_zero": lambda r: r["results"][0].update(runs=0, samples="3"),
+    "extra_fields": lambda r: r["results"][0].update(speed=1, colour="red"),
+    "matmul_unit": lambda r: r["results"][0].update(unit="B/s"),
+    "matmul_dtype_null": lambda r: r["results"][0].update(dtype=None),
+    "matmul_no_n": lambda r: r["results"][0]["params"].clear(),
+    "copy_as_h2d": lambda r: r["results"].append(
+        {**r["results"][0], "name": "h2d", "unit": "B/s", "params": {"bytes": 8}}
+    ),
+    "item_not_object": lambda r: r["results"].append("matmul"),
+    "skipped_no_reason": lambda r: r.update(skipped=[{"name": "h2d", "reason": ""}]),
+    "reference_kind": lambda r: r["reference"].update(kind="rumour"),
+    "estimate_no_formula": lambda r: r["reference"].pop("formula"),
+    "peak_name": lambda r: r["reference"]["peak_flops"].update(fp64=1.0, fp16=-1.0),
+    "bandwidth_zero": lambda r: r["reference"].update(memory_bandwidth=0),
+    "datasheet": lambda r: r["reference"].update(kind="datasheet", source_url="ftp://x"),
+    "not_a_report": lambda r: r.clear(),
+}
+
+
+#: Edges the schema allows: no change, a null torch version, 2.0 as an integer (JSON Schema).
+_STILL_VALID = {"valid", "torch_null", "threads_float"}
+
+
+@pytest.mark.parametrize("breakage", sorted(_BREAKAGES))
+def test_the_standard_library_checker_agrees_with_jsonschema(committed_reports, breakage):
+    jsonschema = pytest.importorskip("jsonschema")
+    from gpulab._schema import schema_errors
+
+    report = _good(committed_reports)
+    _BREAKAGES[breakage](report)
+    validator = jsonschema.Draft202012Validator(rep.bench_schema())
+    expected = sorted((tuple(e.absolute_path), e.message) for e in validator.iter_errors(report))
+    found = sorted(schema_errors(report, rep.bench_schema()))
+    assert [where for where, _ in found] == [where for where, _ in expected]
+    assert (found == []) == (breakage in _STILL_VALID)
+    if _words_messages_as_the_checker():
+        assert found == expected
+
+
+def _words_messages_as_the_checker() -> bool:
+    """Whether the installed jsonschema words its messages as the checker does (4.21 on)."""
+    from importlib.metadata import version
+
+    major, minor = (int(part) for part in version("jsonschema").split(".")[:2])
+    return (major, minor) >= (4, 21)
+
+
+def test_the_checker_refuses_a_keyword_it_does_not_know():
+    from gpulab._schema import schema_errors
+
+    with pytest.raises(ValueError, match="'maxLength' is not supported"):
+        list(schema_errors("abc", {"maxLength": 2}))
+
+
+def test_a_report_is_checked_without_jsonschema(committed_reports, monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "jsonschema", None)  # as in a core install
+    report = _good(committed_reports)
+    rep.validate_report(report)
+    report["results"][0]["value"] = -1.0
+    with pytest.raises(ValueError, match="results/0/value: -1.0 is less than or equal"):
+        rep.validate_report(report)

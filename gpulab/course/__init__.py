@@ -2,9 +2,9 @@
 
 These are for the people who write and teach the course, not for learners, so
 ``import gpulab`` never imports them. They need the optional extra ``gpulab[course]``
-(nbformat, nbclient, PyYAML, jsonschema)::
+(nbformat, nbclient, PyYAML, jsonschema), installed from a checkout of the course::
 
-    pip install "gpulab[course]"
+    pip install -e ".[course]"
 
 Import what you need from here, e.g. ``from gpulab.course import lab_table``, or use the
 command line: ``python -m gpulab record [--all] | stamp | student`` (see

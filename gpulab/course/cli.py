@@ -10,17 +10,60 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpulab._usage import USAGE_STATUS, UsageError, existing_folder, writable_folder
+
 COMMANDS = ("record", "stamp", "student")
 #: What the course tools import beyond gpulab's own dependencies (the ``course`` extra).
 EXTRA_MODULES = ("nbformat", "nbclient", "yaml", "jsonschema")
+
+
+def _read_notebook(path: Path):
+    """The notebook at ``path``; a :class:`UsageError` if it is not a readable notebook."""
+    import nbformat
+
+    try:
+        return nbformat.read(path, as_version=4)
+    except Exception as err:  # nbformat raises JSON, schema and version errors alike
+        reason = str(err).strip().splitlines()[0] if str(err).strip() else type(err).__name__
+        raise UsageError(f"{path} is not a valid notebook ({reason})") from None
+
+
+def _lab_notebook(path: Path):
+    """The notebook at ``path``, read, if it is a lab that can be recorded."""
+    from gpulab.course.record import _provenance_cells
+
+    if path.suffix != ".ipynb" or not path.is_file():
+        state = "does not exist" if not path.exists() else "is not a notebook file (.ipynb)"
+        raise UsageError(f"{path} {state}; name a lab's file, e.g. notebooks/roofline_lab.ipynb")
+    nb = _read_notebook(path)
+    try:
+        _provenance_cells(nb, path)
+    except ValueError as err:
+        raise UsageError(f"{err}; is it a lab of this course?") from None
+    return nb
 
 
 def _record(args: argparse.Namespace) -> int:
     from gpulab.course.record import RecordingError, record_all, record_notebook
 
     if args.all == bool(args.notebooks):
-        print("python -m gpulab record: name the labs to record, or give --all", file=sys.stderr)
-        return 2
+        raise UsageError("name the labs to record, or give --all")
+    if args.timeout < 1:
+        raise UsageError(
+            f"--timeout {args.timeout} must be a positive number of seconds per cell, "
+            "e.g. --timeout 900"
+        )
+    if args.all:
+        folder = existing_folder("--folder", args.folder, "labs (*_lab.ipynb)")
+        labs = sorted(folder.glob("*_lab.ipynb"))
+        if not labs:
+            raise UsageError(
+                f"--folder {folder} holds no labs (*_lab.ipynb); give the labs' folder"
+            )
+        for lab in labs:
+            _read_notebook(lab)
+    for path in args.notebooks:
+        _lab_notebook(path)
     try:
         if args.all:  # a failed lab is in the closing table; the exit status says so too
             outcomes = record_all(args.folder, timeout_s=args.timeout)
@@ -37,7 +80,13 @@ def _record(args: argparse.Namespace) -> int:
 def _stamp(args: argparse.Namespace) -> int:
     from gpulab.course.labs import stamp_setup_cells
 
-    changed = stamp_setup_cells(Path(args.root))
+    root = existing_folder("--root", Path(args.root), "the course repository")
+    if not (root / "_config.yml").is_file():
+        raise UsageError(
+            f"--root {root} is not the course repository (it has no _config.yml); "
+            "give the folder that holds _config.yml and notebooks/"
+        )
+    changed = stamp_setup_cells(root)
     print(f"setup cells updated in {len(changed)} lab(s)")
     return 0
 
@@ -45,7 +94,19 @@ def _stamp(args: argparse.Namespace) -> int:
 def _student(args: argparse.Namespace) -> int:
     from gpulab.course.student import write_student_copies
 
-    written = write_student_copies(args.outdir, args.notebooks)
+    notebooks = existing_folder("--notebooks", args.notebooks, "labs (*.ipynb)")
+    labs = sorted(notebooks.glob("*.ipynb"))
+    if not labs:
+        raise UsageError(f"--notebooks {notebooks} holds no notebooks; give the labs' folder")
+    for lab in labs:
+        _read_notebook(lab)
+    if args.outdir.resolve() == notebooks.resolve():
+        raise UsageError(
+            f"{args.outdir} is the labs' own folder: the copies would overwrite the solutions; "
+            "give another folder"
+        )
+    writable_folder("outdir", args.outdir)
+    written = write_student_copies(args.outdir, notebooks)
     print(f"wrote {len(written)} student cop{'y' if len(written) == 1 else 'ies'} to {args.outdir}")
     return 0
 
@@ -70,16 +131,24 @@ def add_commands(sub) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """Run the course command that ``args`` (parsed with :func:`add_commands`) names."""
+    """Run the course command that ``args`` (parsed with :func:`add_commands`) names.
+
+    A bad argument (:class:`~gpulab._usage.UsageError`) or a missing course extra is one
+    line on stderr and exit status 2.
+    """
     handlers = {"record": _record, "stamp": _stamp, "student": _student}
     try:
         return handlers[args.command](args)
+    except UsageError as err:
+        print(f"python -m gpulab {args.command}: {err}", file=sys.stderr)
+        return USAGE_STATUS
     except ModuleNotFoundError as exc:
         if exc.name not in EXTRA_MODULES:
             raise
         print(
             f"python -m gpulab {args.command} is a course tool and needs {exc.name}, which is "
-            "not installed. Install the course tools with: pip install 'gpulab[course]'",
+            "not installed. Install the course tools from the course's checkout with: "
+            "pip install -e '.[course]'",
             file=sys.stderr,
         )
-        return 2
+        return USAGE_STATUS

@@ -218,7 +218,8 @@ def setup_cell_source(repo_url: str, branch: str = "main") -> str:
         on_missing = _raise_setup_error(
             "gpulab is not installed here and this copy of the course is not published yet "
             "(its repository URL is a placeholder): open this lab from the published course, "
-            "or install gpulab yourself with pip, then run this cell again."
+            "or install gpulab from a checkout of the course (pip install -e <its folder>), "
+            "then run this cell again."
         )
     return "\n".join(
         [

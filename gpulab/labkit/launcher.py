@@ -247,6 +247,12 @@ class LaunchResult:
         The rank torchrun named as the first failure ("root cause").
     message : str
         One sentence: success, or what went wrong.
+    stopped_pids : tuple of int
+        After a timeout, the process ids of the job that were stopped: torchrun and every
+        process it started, found before any was signalled. Empty when the job ended itself.
+    surviving_pids : tuple of int
+        Those of ``stopped_pids`` still running after SIGTERM, a grace period and SIGKILL
+        (normally none; the message names any).
     """
 
     command: tuple[str, ...]
@@ -257,6 +263,8 @@ class LaunchResult:
     timed_out: bool
     failed_rank: int | None
     message: str
+    stopped_pids: tuple[int, ...] = ()
+    surviving_pids: tuple[int, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.command, tuple) or not all(isinstance(c, str) for c in self.command):
@@ -271,6 +279,12 @@ class LaunchResult:
         flag("timed_out", self.timed_out)
         if self.failed_rank is not None:
             non_negative_int("failed_rank", self.failed_rank)
+        for name in ("stopped_pids", "surviving_pids"):
+            pids = getattr(self, name)
+            if not isinstance(pids, tuple) or not all(
+                isinstance(p, int) and not isinstance(p, bool) and p > 0 for p in pids
+            ):
+                raise wrong_type(name, pids, "a tuple of process ids (int above 0)")
 
     @property
     def ok(self) -> bool:
@@ -293,6 +307,10 @@ class LaunchResult:
 #: The longest timeout torchrun accepts: a week. Waiting on a process for much longer (about
 #: 24.8 days, 2**31 ms) overflows the operating system's poll() and raises after the start.
 _MAX_TIMEOUT_S = 7 * 86400.0
+
+#: The most processes torchrun may start: it runs on one machine, with one rank per GPU (8 on
+#: the largest boards) or per CPU core, and 128 covers the largest of either.
+_MAX_RANKS = 128
 
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s*")
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
@@ -337,21 +355,129 @@ def _logged_output(log_dir: Path) -> str:
     return "\n".join(lines)
 
 
-def _stop(proc: subprocess.Popen) -> tuple[str, str]:
-    """Stop torchrun and every rank it started (they share its process group)."""
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        try:
-            if hasattr(os, "killpg"):
-                os.killpg(proc.pid, sig)
-            else:  # pragma: no cover - Windows
-                proc.kill()
-        except ProcessLookupError:
-            pass
-        try:
-            return proc.communicate(timeout=5)
-        except subprocess.TimeoutExpired:
+#: Seconds the job's processes get to exit after SIGTERM before they are killed with SIGKILL.
+_GRACE_S = 5.0
+
+
+def _start_time(pid: int) -> str | None:
+    """When process ``pid`` started (field 22 of ``/proc/<pid>/stat``); None if it has ended.
+
+    A pid is reused once its process is gone, so a pid and its start time name one process.
+    A zombie (ended, not yet reaped) counts as ended.
+    """
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    state, *fields = stat.rsplit(")", 1)[1].split()
+    return None if state in ("Z", "X") else fields[18]
+
+
+def _children() -> dict[int, list[int]]:
+    """Every running process's children, from ``/proc/<pid>/stat`` (empty without /proc)."""
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir() if Path("/proc/self/stat").exists() else ():
+        if not entry.name.isdigit():
             continue
-    return "", ""  # pragma: no cover - SIGKILL always ends it
+        try:
+            parent = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue  # it ended while we looked
+        children.setdefault(parent, []).append(int(entry.name))
+    return children
+
+
+def _job_processes(roots: Sequence[int]) -> dict[int, str]:
+    """``roots`` and all their descendants that still run, as {pid: start time}.
+
+    torchrun starts each rank in a session of its own, so the launcher's process group does
+    not hold the ranks: they are found as its descendants instead.
+    """
+    children = _children()
+    found: dict[int, str] = {}
+    todo = list(roots)
+    while todo:
+        pid = todo.pop()
+        started = _start_time(pid)
+        if pid in found or started is None:
+            continue
+        found[pid] = started
+        todo += children.get(pid, [])
+    return found
+
+
+def _signal(processes: dict[int, str], sig: int) -> None:
+    """Send ``sig`` to each process that still is the one recorded (not a reused pid)."""
+    for pid, started in processes.items():
+        if _start_time(pid) == started:
+            try:
+                os.kill(pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+
+
+def _still_running(processes: dict[int, str]) -> list[int]:
+    return sorted(pid for pid, started in processes.items() if _start_time(pid) == started)
+
+
+def _stop(proc: subprocess.Popen) -> tuple[str, str, tuple[int, ...], tuple[int, ...]]:
+    """Stop torchrun and every process of its job: SIGTERM, then SIGKILL after a grace period.
+
+    The job's processes (the launcher and all its descendants, ranks in sessions of their
+    own included) are collected before any is signalled: once the launcher has gone, its
+    ranks belong to another parent and could no longer be traced to it.
+
+    Returns
+    -------
+    tuple
+        (stdout, stderr, the pids that were stopped, the pids still running afterwards).
+    """
+    processes = _job_processes([proc.pid])
+    processes.setdefault(proc.pid, _start_time(proc.pid) or "")
+    output: tuple[str, str] | None = None
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        if hasattr(os, "killpg"):
+            try:
+                os.killpg(proc.pid, sig)
+            except (ProcessLookupError, PermissionError):
+                pass
+        else:  # pragma: no cover - Windows
+            proc.kill()
+        _signal(processes, sig)
+        deadline = time.monotonic() + _GRACE_S
+        while output is None or _still_running(processes):
+            if time.monotonic() >= deadline:
+                break
+            if output is None:  # reads the pipes, so a launcher blocked writing can exit
+                try:
+                    output = proc.communicate(timeout=0.1)
+                except subprocess.TimeoutExpired:
+                    pass
+            else:
+                time.sleep(0.05)
+        else:
+            break
+        # a process started during the grace period (a rank's worker) is stopped too
+        processes |= _job_processes(list(processes))
+    stdout, stderr = output or ("", "")
+    survivors = tuple(_still_running(processes))
+    return stdout, stderr, tuple(sorted(processes)), survivors
+
+
+def _stopped_sentence(stopped: Sequence[int], survivors: Sequence[int]) -> str:
+    """What stopping a job did, in words: the processes stopped and any that survived.
+
+    >>> _stopped_sentence((11, 12, 13), ())
+    '3 processes (torchrun and its ranks: pids 11, 12, 13) were stopped.'
+    >>> _stopped_sentence((11, 12), (12,))[-46:]
+    'were signalled, but 12 still runs: kill -9 12.'
+    """
+    what = f"{len(stopped)} processes (torchrun and its ranks: pids {', '.join(map(str, stopped))})"
+    if not survivors:
+        return f"{what} were stopped."
+    verb = "still runs" if len(survivors) == 1 else "still run"
+    left = ", ".join(map(str, survivors))
+    return f"{what} were signalled, but {left} {verb}: kill -9 {' '.join(map(str, survivors))}."
 
 
 def torchrun(
@@ -372,13 +498,15 @@ def torchrun(
         The training script; it reads ``RANK``/``WORLD_SIZE`` from the environment and
         calls ``torch.distributed.init_process_group`` itself, as under torchrun.
     n_ranks : int, optional
-        Processes to start; default :func:`dist_plan`'s choice (one per GPU, or 2 on CPU).
+        Processes to start, 1 to 128 (all on this machine); default :func:`dist_plan`'s
+        choice (one per GPU, or 2 on CPU).
     args : sequence of str
         Arguments passed to the script (numbers and paths are written out with ``str``).
     timeout_s : float
         Wall-clock limit for the whole job in seconds, start-up included: a finite number
-        above 0 and at most 7 days. After it every process of
-        the job is stopped and the result says so. Give the script's own collectives a
+        above 0 and at most 7 days. After it every process of the job (torchrun, its
+        ranks and their children) gets SIGTERM, then SIGKILL 5 s later, and the result
+        names the processes stopped and any that survived. Give the script's own collectives a
         shorter timeout (``init_process_group(timeout=...)``) so a stuck collective fails
         with a message before this limit.
     env : dict, optional
@@ -402,15 +530,20 @@ def torchrun(
         are not a sequence of str (or numbers), an ``env`` that is not a dict of str to str,
         an ``echo`` that is not True or False.
     ValueError
-        For a script or folder that does not exist, an ``n_ranks`` below 1, or a ``timeout_s``
-        that is not a finite number of seconds above 0 and at most 7 days. Every argument is
-        checked before anything is started.
+        For a script or folder that does not exist, an ``n_ranks`` below 1 or above 128, or a
+        ``timeout_s`` that is not a finite number of seconds above 0 and at most 7 days.
+        Every argument is checked before anything is started.
     """
     timeout_s = positive_number("timeout_s", timeout_s)
     if timeout_s > _MAX_TIMEOUT_S:  # the OS cannot wait longer than about 24 days
         raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
     if n_ranks is not None:
         n_ranks = positive_int("n_ranks", n_ranks)
+        if n_ranks > _MAX_RANKS:
+            raise ValueError(
+                f"n_ranks={n_ranks!r} must be at most {_MAX_RANKS}: torchrun starts every rank "
+                f"on this machine, one per GPU or CPU core"
+            )
     if (
         isinstance(args, (str, bytes))
         or not isinstance(args, Sequence)
@@ -463,11 +596,13 @@ def torchrun(
             message = f"could not start torchrun: {err}"
             return LaunchResult(command, None, "", str(err), 0.0, False, None, message)
         timed_out = False
+        stopped: tuple[int, ...] = ()
+        survivors: tuple[int, ...] = ()
         try:
             stdout, stderr = proc.communicate(timeout=timeout_s)
         except subprocess.TimeoutExpired:
             timed_out = True
-            stdout, stderr = _stop(proc)
+            stdout, stderr, stopped, survivors = _stop(proc)
             stdout = stdout or _logged_output(Path(log_dir))
         elapsed = time.perf_counter() - start
 
@@ -476,10 +611,10 @@ def torchrun(
     name = Path(script).name
     if timed_out:
         message = (
-            f"{name} did not finish within timeout_s={timeout_s:g} s, so all {n_ranks} processes "
-            f"were stopped. The job is slow or stuck: too much work for this device and "
-            f"timeout_s, or a rank waiting in a collective that another rank never reaches. "
-            f"Last output: {_tail(stdout)}"
+            f"{name} did not finish within timeout_s={timeout_s:g} s, so its "
+            f"{_stopped_sentence(stopped, survivors)} The job is slow or stuck: too much work "
+            f"for this device and timeout_s, or a rank waiting in a collective that another "
+            f"rank never reaches. Last output: {_tail(stdout)}"
         )
     elif returncode == 0:
         message = f"{name}: {n_ranks} processes finished in {format_duration(elapsed)}."
@@ -498,8 +633,9 @@ def torchrun(
             )
         message += " The other ranks were stopped; the full log is in .stdout and .stderr."
     result = LaunchResult(
-        command, returncode, stdout, stderr, elapsed, timed_out, failed_rank, message
-    )
+        command, returncode, stdout, stderr, elapsed, timed_out, failed_rank, message,
+        stopped, survivors,
+    )  # fmt: skip
     if echo:
         if stdout.strip():
             print(stdout.rstrip())

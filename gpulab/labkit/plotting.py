@@ -50,9 +50,37 @@ COURSE_STYLE = {
 }
 
 
+#: Backends that only write files: in a notebook, ``plt.show()`` with one of them shows nothing.
+_FILE_BACKENDS = frozenset({"agg", "cairo", "pdf", "pgf", "ps", "svg", "template"})
+
+
+def _show_figures_in_the_notebook() -> None:
+    """In a Jupyter kernel, show figures inline even where ``MPLBACKEND`` names a file backend.
+
+    ipykernel chooses the inline backend only when ``MPLBACKEND`` is unset. Where it says
+    ``Agg`` (as on many CI machines and containers), ``plt.show()`` shows nothing, and a lab's
+    figures would be missing from its outputs. A backend that draws somewhere (``widget``,
+    a desktop window) is left as it is, and so is a terminal's IPython or plain Python.
+    """
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return
+    shell = get_ipython()
+    if shell is None or not hasattr(shell, "kernel"):  # not a Jupyter kernel
+        return
+    if mpl.get_backend().lower() in _FILE_BACKENDS:
+        shell.run_line_magic("matplotlib", "inline")
+
+
 def use_course_style() -> None:
-    """Apply the course's matplotlib style for the rest of the session (PNG output)."""
+    """Apply the course's matplotlib style for the rest of the session (PNG output).
+
+    In a notebook, figures are shown inline as PNG (with a text entry, ``<Figure ...>``),
+    whatever backend ``MPLBACKEND`` chose, so a lab's outputs are the same everywhere.
+    """
     mpl.rcParams.update(COURSE_STYLE)
+    _show_figures_in_the_notebook()
     try:  # inside Jupyter: PNG figures (nbval compares SVG text, never PNG)
         from matplotlib_inline.backend_inline import set_matplotlib_formats
 

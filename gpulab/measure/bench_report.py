@@ -24,6 +24,7 @@ from collections.abc import Callable
 from importlib import resources
 
 from gpulab._checks import flag, text, wrong_type
+from gpulab._schema import schema_errors
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 from gpulab.measure.device import supported_precisions, tf32
 
@@ -61,7 +62,8 @@ def bench_schema() -> dict:
 def validate_report(report: dict, source: str = "report") -> None:
     """Raise ``ValueError`` naming every way ``report`` breaks the schema.
 
-    A ``report`` that is not a dict at all raises ``TypeError``.
+    A ``report`` that is not a dict at all raises ``TypeError``. The check needs only the
+    standard library (:mod:`gpulab._schema`), so it runs in a core install too.
 
     Parameters
     ----------
@@ -81,16 +83,13 @@ def validate_report(report: dict, source: str = "report") -> None:
 property; (top level): 'quick' is a required property; (top level): 'results' is a \
 required property; (top level): 'reference' is a required property
     """
-    from jsonschema import Draft202012Validator
-
     text("source", source)
     if not isinstance(report, dict):
         raise wrong_type("report", report, "a dict (a benchmark report, as JSON)")
-    validator = Draft202012Validator(bench_schema())
-    errors = sorted(validator.iter_errors(report), key=lambda e: list(e.absolute_path))
+    errors = sorted(schema_errors(report, bench_schema()), key=lambda error: list(error[0]))
     if errors:
         problems = "; ".join(
-            f"{'/'.join(map(str, e.absolute_path)) or '(top level)'}: {e.message}" for e in errors
+            f"{'/'.join(map(str, where)) or '(top level)'}: {message}" for where, message in errors
         )
         raise ValueError(f"{source} does not match bench_report.schema.json: {problems}")
 
@@ -282,7 +281,7 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
     Returns
     -------
     dict
-        The report, checked with :func:`validate_report` where ``jsonschema`` is installed.
+        The report, checked with :func:`validate_report`.
     """
     import torch
 
@@ -336,15 +335,5 @@ def run_bench(quick: bool = False, notes: str = "", progress: Callable[[str], No
         "skipped": skipped,
         "reference": reference_for(info),
     }
-    if _have_jsonschema():
-        validate_report(report)
+    validate_report(report)
     return report
-
-
-def _have_jsonschema() -> bool:
-    """Whether the schema checker is installed (it comes with ``gpulab[course]``)."""
-    try:
-        import jsonschema  # noqa: F401
-    except ImportError:
-        return False
-    return True
