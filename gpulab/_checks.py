@@ -304,3 +304,86 @@ def sentences(name: str, value) -> tuple[str, ...]:
     ):
         raise wrong_type(name, value, "a sequence of sentences (str)")
     return tuple(value)
+
+
+# ---------------------------------------------------------------------------- Upper limits
+#
+# A count, size or duration that sets how long a call runs or how much it allocates has an
+# upper limit, one per kind of parameter, so that no call runs for ever or asks for more
+# memory than a machine has; a number too large for its parameter is refused by name, with
+# the limit, before any work starts. Formulas (the cost models) have no such limit: they
+# refuse, by the names of their inputs, a result that overflows to infinity
+# (:func:`finite_result`).
+
+#: Seconds a measurement may be asked to run (``min_run_time_s``): ten minutes.
+MAX_RUN_TIME_S = 600.0
+#: Timed repeats and warm-up calls of one measurement (``repeats``, ``warmup``).
+MAX_REPEATS = 10_000
+#: CPU threads a measurement may ask torch for (``num_threads``).
+MAX_THREADS = 1024
+#: Bytes of one array a measurement allocates (``array_bytes``, ``copy_bytes``): 64 GiB.
+MAX_ARRAY_BYTES = 2**36
+#: Side of the square matrices a measurement multiplies (``matmul_n``): 64 GiB at fp32.
+MAX_MATRIX_SIDE = 2**17
+#: Elements of the tensors a diagram traces a function on (``n_elem``).
+MAX_ELEMENTS = 2**34
+#: Passes over the batches in one training run (``epochs``).
+MAX_EPOCHS = 100_000
+#: Steps of a training loop counted in one number (``accumulation_steps``).
+MAX_STEPS = 10**9
+#: Pipeline stages and microbatches a schedule is simulated for, one by one
+#: (``n_stages``, ``n_microbatches``).
+MAX_SIMULATED = 10_000
+#: Blocks in a grid of the SIMT simulator, which runs every thread in Python (``grid``).
+MAX_SIMULATED_BLOCKS = 2**16
+#: Processes one launch starts (``n_ranks``).
+MAX_RANKS = 1024
+#: A device's index (``"cuda:N"``) is below this.
+MAX_DEVICE_INDEX = 1024
+
+__all__ += ["at_most", "finite_result"]
+
+
+def _format_limit(limit) -> str:
+    return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}".replace(",", "_")
+
+
+def at_most(name: str, value, limit, what: str, *, unit: str = ""):
+    """Return ``value`` if it is at most ``limit``; otherwise refuse it, naming the limit.
+
+    ``what`` says what the limit is, e.g. "a benchmark's longest run".
+
+    Examples
+    --------
+    >>> at_most("repeats", 20, MAX_REPEATS, "repeats of one measurement")
+    20
+    >>> at_most("min_run_time_s", 1e308, MAX_RUN_TIME_S, "a benchmark's longest run", unit="s")
+    Traceback (most recent call last):
+    ...
+    ValueError: min_run_time_s=1e+308 must be at most 600 s (a benchmark's longest run)
+    """
+    if value > limit:
+        shown = _format_limit(limit) + (f" {unit}" if unit else "")
+        raise ValueError(f"{name}={value!r} must be at most {shown} ({what})")
+    return value
+
+
+def finite_result(value, **inputs) -> float:
+    """Return ``value``, a result computed from finite ``inputs``, if it is finite too.
+
+    A formula given finite but huge inputs can overflow to infinity (or NaN); this refuses
+    that result by the names and values of the inputs it came from.
+
+    Examples
+    --------
+    >>> finite_result(2.0 * 1e9, n_params=1e9)
+    2000000000.0
+    >>> finite_result(2.0 * 1e308, n_params=1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_params=1e+308: too large, the result overflows to inf
+    """
+    if not math.isfinite(value):
+        given = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
+        raise ValueError(f"{given}: too large, the result overflows to {value!r}")
+    return value
