@@ -325,8 +325,8 @@ MAX_THREADS = 1024
 MAX_ARRAY_BYTES = 2**36
 #: Side of the square matrices a measurement multiplies (``matmul_n``): 64 GiB at fp32.
 MAX_MATRIX_SIDE = 2**17
-#: Elements of the tensors a diagram traces a function on (``n_elem``).
-MAX_ELEMENTS = 2**34
+#: Elements of the (shape-only) tensor a function is traced on (``n_elem``): about 10**12.
+MAX_ELEMENTS = 2**40
 #: Passes over the batches in one training run (``epochs``).
 MAX_EPOCHS = 100_000
 #: Steps of a training loop counted in one number (``accumulation_steps``).
@@ -334,12 +334,13 @@ MAX_STEPS = 10**9
 #: Pipeline stages and microbatches a schedule is simulated for, one by one
 #: (``n_stages``, ``n_microbatches``).
 MAX_SIMULATED = 10_000
-#: Blocks in a grid of the SIMT simulator, which runs every thread in Python (``grid``).
-MAX_SIMULATED_BLOCKS = 2**16
+#: Threads (blocks × threads per block) in one launch of the SIMT simulator, which runs
+#: every thread in Python (``grid``, ``n``).
+MAX_SIMULATED_THREADS = 2**20
 #: Processes one launch starts (``n_ranks``).
 MAX_RANKS = 1024
-#: A device's index (``"cuda:N"``) is below this.
-MAX_DEVICE_INDEX = 1024
+#: A device's index (``"cuda:N"``) is below this: torch keeps it in 8 bits.
+MAX_DEVICE_INDEX = 128
 
 __all__ += ["at_most", "finite_result"]
 

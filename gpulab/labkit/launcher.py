@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab._checks import (
+    MAX_RANKS,
+    at_most,
     choice,
     flag,
     fraction,
@@ -372,7 +374,8 @@ def torchrun(
         The training script; it reads ``RANK``/``WORLD_SIZE`` from the environment and
         calls ``torch.distributed.init_process_group`` itself, as under torchrun.
     n_ranks : int, optional
-        Processes to start; default :func:`dist_plan`'s choice (one per GPU, or 2 on CPU).
+        Processes to start, at most ``MAX_RANKS`` (1024); default :func:`dist_plan`'s
+        choice (one per GPU, or 2 on CPU).
     args : sequence of str
         Arguments passed to the script (numbers and paths are written out with ``str``).
     timeout_s : float
@@ -411,6 +414,7 @@ def torchrun(
         raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
     if n_ranks is not None:
         n_ranks = positive_int("n_ranks", n_ranks)
+        at_most("n_ranks", n_ranks, MAX_RANKS, "processes of one job")
     if (
         isinstance(args, (str, bytes))
         or not isinstance(args, Sequence)
