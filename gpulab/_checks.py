@@ -369,6 +369,13 @@ def at_most(name: str, value, limit, what: str, *, unit: str = ""):
     return value
 
 
+def _shown(value) -> str:
+    """``repr(value)``, but an int of more than 15 digits in scientific notation."""
+    if _is_integer(value) and abs(value) >= 10**15:
+        return f"{value:.3e}" if abs(value) < 10**300 else f"an integer of {len(str(value))} digits"
+    return repr(value)
+
+
 def finite_result(value, **inputs) -> float:
     """Return ``value``, a result computed from finite ``inputs``, if it is finite too.
 
@@ -385,6 +392,6 @@ def finite_result(value, **inputs) -> float:
     ValueError: n_params=1e+308: too large, the result overflows to inf
     """
     if not math.isfinite(value):
-        given = ", ".join(f"{k}={v!r}" for k, v in inputs.items())
+        given = ", ".join(f"{k}={_shown(v)}" for k, v in inputs.items())
         raise ValueError(f"{given}: too large, the result overflows to {value!r}")
     return value

@@ -489,6 +489,7 @@ def suggest_parallelism(
         f"{device.name}: {fmt(device.memory_bytes)} × {headroom:.0%} headroom = "
         f"{fmt(usable)} usable; weights + gradients may take {share:.0%} = {fmt(budget)}"
     ]
+    finite_result(16 * n, n_params=n_params)  # the state's bytes: 4 + 12 per parameter
     wg = 4 * n  # 16-bit weights and gradients
     tensor = next((t for t in _power_of_two_up_to(node) if wg / t <= budget), None)
     tensor = tensor or max(_power_of_two_up_to(node))
@@ -510,6 +511,7 @@ def suggest_parallelism(
         if not fitting:  # too few GPUs for any split that fits: say how many a copy needs
             raise ValueError(
                 f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
+                f", the split that holds the weights and gradients of n_params={n:.3g}"
             )
         pipeline = (whole or fitting)[0]
         note = f" (divides {total} / {tensor} = {rest}" + (
@@ -667,6 +669,13 @@ def sharded_memory(
               (grad_bytes_per_param, "grad_bytes_per_param"),
               (optimizer_bytes_per_param, "optimizer_bytes_per_param"))]  # fmt: skip
     params, grads, optimizer = (n * b for b in sizes)
+    finite_result(
+        params + grads + optimizer,
+        n_params=n_params,
+        weight_bytes_per_param=weight_bytes_per_param,
+        grad_bytes_per_param=grad_bytes_per_param,
+        optimizer_bytes_per_param=optimizer_bytes_per_param,
+    )
     return ShardedMemory(
         params_bytes=params / p if stage >= 3 else params,
         grads_bytes=grads / p if stage >= 2 else grads,

@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab._checks import (
+    finite_result,
     fraction,
     positive_int,
     positive_number,
@@ -174,7 +175,12 @@ def draw_input_pipeline(
             free = start + load
         lanes[f"worker {w}"] = spans
     lanes["compute"] = [(first + k * fixed, first + k * fixed + compute, "step") for k in range(n)]
-    end = max(n * starved, first + n * fixed)
+    end = finite_result(
+        max(n * starved, first + n * fixed),
+        load_s=load_s,
+        starved_step_s=starved_step_s,
+        fixed_step_s=fixed_step_s,
+    )
     fig, axes = new_figure(2, 1, figsize=(8.0, 1.2 + 0.4 * (workers + 3)), sharex=True,
                            gridspec_kw={"height_ratios": [2, workers + 1]})  # fmt: skip
     for ax, (case, lanes), step in zip(axes, timelines.items(), (starved, fixed), strict=True):

@@ -22,6 +22,7 @@ from gpulab._checks import (
     MAX_ARRAY_BYTES,
     MAX_RUN_TIME_S,
     at_most,
+    finite_result,
     positive_int,
     positive_number,
     text,
@@ -259,7 +260,9 @@ def estimate_cpu_peak(
         bits,
         fma_units,
         per_cycle,
-        cores * clock_hz * per_cycle,
+        finite_result(
+            cores * clock_hz * per_cycle, cores=cores, clock_hz=clock_hz, fma_units=fma_units
+        ),
         cores_basis,
         clock_basis,
     )
