@@ -34,6 +34,7 @@ from gpulab._checks import (
     MAX_THREADS,
     at_most,
     choice,
+    finite_result,
     flag,
     non_negative_number,
     positive_int,
@@ -278,6 +279,8 @@ class RooflinePoint:
         positive_number("n_bytes", self.n_bytes)
         if self.time_s is not None:
             positive_number("time_s", self.time_s)
+            finite_result(self.flops / self.time_s, flops=self.flops, time_s=self.time_s)
+        finite_result(self.flops / self.n_bytes, flops=self.flops, n_bytes=self.n_bytes)
 
     @property
     def intensity(self) -> float:
