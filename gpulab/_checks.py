@@ -339,6 +339,8 @@ MAX_SIMULATED = 10_000
 MAX_SIMULATED_THREADS = 2**20
 #: Processes one launch starts (``n_ranks``).
 MAX_RANKS = 1024
+#: A number a figure places on an axis: matplotlib's margins and ticks go beyond it.
+MAX_PLOTTED = 1e100
 #: A device's index (``"cuda:N"``) is below this: torch keeps it in 8 bits.
 MAX_DEVICE_INDEX = 128
 

@@ -2,7 +2,6 @@
 
 import contextlib
 import io
-import math
 from pathlib import Path
 
 import nbformat

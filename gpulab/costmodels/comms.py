@@ -389,7 +389,8 @@ def fit_alpha_beta(
             "the measured times do not grow with message size, so no bandwidth can be fitted; "
             "measure larger messages"
         )
-    return finite_result(float(intercept / a), **measured), finite_result(float(b / slope), **measured)
+    alpha = finite_result(float(intercept / a), **measured)
+    return alpha, finite_result(float(b / slope), **measured)
 
 
 # --------------------------------------------------------------------------- training step

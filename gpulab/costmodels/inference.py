@@ -13,14 +13,13 @@ See also the chapter *Beyond speed* (section "Inference") and ``notebooks/infere
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulab._checks import (
     choice,
-    finite_result,
     finite_number,
+    finite_result,
     non_negative_number,
     positive_int,
     positive_number,

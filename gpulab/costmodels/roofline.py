@@ -417,10 +417,10 @@ def measure_ceilings(
     min_run_time_s : float
         Seconds of timing per measurement (at most ``MAX_RUN_TIME_S``, 600 s).
     num_threads : int, optional
-        CPU threads torch may use, at most ``MAX_THREADS`` (default: what it uses now). Time the kernels you compare
-        with the same number. One thread gives the roofline of one core, which other
-        programs' load disturbs far less than a multi-threaded kernel waiting for its
-        slowest thread.
+        CPU threads torch may use, at most ``MAX_THREADS`` (default: what it uses now).
+        Time the kernels you compare with the same number. One thread gives the roofline
+        of one core, which other programs' load disturbs far less than a multi-threaded
+        kernel waiting for its slowest thread.
     repeats : int
         Rounds of the three measurements; the best of each is kept (the fastest copy and
         matmul, the cheapest call), since other programs' load only ever slows a round; at

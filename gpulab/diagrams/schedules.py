@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab._checks import (
-    finite_result,
+    MAX_PLOTTED,
+    at_most,
     fraction,
     positive_int,
     positive_number,
@@ -116,7 +117,8 @@ def draw_input_pipeline(
     Parameters
     ----------
     load_s : float
-        Seconds one loader takes to produce one batch.
+        Seconds one loader takes to produce one batch. Each time is at most ``MAX_PLOTTED``
+        (1e100 s), which a figure's axis holds.
     compute_s : float
         Seconds one training step takes on a batch already in memory.
     starved_step_s, fixed_step_s : float
@@ -142,6 +144,9 @@ def draw_input_pipeline(
     fixed = positive_number("fixed_step_s", fixed_step_s)
     workers = positive_int("n_workers", n_workers)
     n = positive_int("n_batches", n_batches)
+    for name, seconds in (("load_s", load), ("compute_s", compute), ("starved_step_s", starved),
+                          ("fixed_step_s", fixed)):  # fmt: skip
+        at_most(name, seconds, MAX_PLOTTED, "a number a figure's axis holds", unit="s")
     for name, step in (("starved_step_s", starved), ("fixed_step_s", fixed)):
         if step < compute:
             raise ValueError(
@@ -175,12 +180,7 @@ def draw_input_pipeline(
             free = start + load
         lanes[f"worker {w}"] = spans
     lanes["compute"] = [(first + k * fixed, first + k * fixed + compute, "step") for k in range(n)]
-    end = finite_result(
-        max(n * starved, first + n * fixed),
-        load_s=load_s,
-        starved_step_s=starved_step_s,
-        fixed_step_s=fixed_step_s,
-    )
+    end = max(n * starved, first + n * fixed)
     fig, axes = new_figure(2, 1, figsize=(8.0, 1.2 + 0.4 * (workers + 3)), sharex=True,
                            gridspec_kw={"height_ratios": [2, workers + 1]})  # fmt: skip
     for ax, (case, lanes), step in zip(axes, timelines.items(), (starved, fixed), strict=True):

@@ -278,8 +278,8 @@ def matmul_waves(spec, n: int, *, tile: int = 128, precision: str = "fp16") -> W
     if not device.sm_count:
         raise ValueError(f"spec={spec!r}: the registry gives no SM count for {device.name}")
     peak = device.peak_flops[precision]
-    tiles = math.ceil(n / tile) ** 2
-    waves = math.ceil(tiles / device.sm_count)
+    tiles = (-(-n // tile)) ** 2  # integer ceilings: exact for any n
+    waves = -(-tiles // device.sm_count)
     per_tile_s = 2 * tile * tile * n / (peak / device.sm_count)
     return WavePrediction(
         device=device.name,
