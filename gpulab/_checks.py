@@ -315,7 +315,8 @@ def sentences(name: str, value) -> tuple[str, ...]:
 # refuse, by the names of their inputs, a result that overflows to infinity
 # (:func:`finite_result`).
 
-#: Seconds a measurement may be asked to run (``min_run_time_s``): ten minutes.
+#: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``):
+#: ten minutes.
 MAX_RUN_TIME_S = 600.0
 #: Timed repeats and warm-up calls of one measurement (``repeats``, ``warmup``).
 MAX_REPEATS = 10_000
@@ -327,6 +328,8 @@ MAX_ARRAY_BYTES = 2**36
 MAX_MATRIX_SIDE = 2**17
 #: Elements of the (shape-only) tensor a function is traced on (``n_elem``): about 10**12.
 MAX_ELEMENTS = 2**40
+#: Samples in a dataset (``n``): a trillion.
+MAX_SAMPLES = 10**12
 #: Passes over the batches in one training run (``epochs``).
 MAX_EPOCHS = 100_000
 #: Steps of a training loop counted in one number (``accumulation_steps``).

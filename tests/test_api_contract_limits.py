@@ -102,6 +102,11 @@ LIMITS: dict[str, dict[str, Limit]] = {
     "torchrun": {"n_ranks": Limit("MAX_RANKS")},
     "fusion_traffic": {"n_elem": Limit("MAX_ELEMENTS", at_limit_is_cheap=True)},
     "draw_fusion": {"n_elem": Limit("MAX_ELEMENTS")},
+    # building a dataset is lazy: nothing is drawn or waited for until a sample is read
+    "SyntheticDataset": {
+        "n": Limit("MAX_SAMPLES", at_limit_is_cheap=True),
+        "load_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True),
+    },
     "draw_input_pipeline": {
         "load_s": Limit("MAX_PLOTTED", at_limit_is_cheap=True),
         "compute_s": Limit("MAX_PLOTTED"),
@@ -332,3 +337,25 @@ def test_a_device_index_has_a_limit():
     for index in (last + 1, HUGE_INT):
         with pytest.raises(ValueError, match=rf"device='cuda:{index}'.*below {last + 1}"):
             torch_device(device=f"cuda:{index}")
+
+
+def test_a_dataset_at_its_limits_serves_its_last_sample():
+    """Built lazily, a dataset refuses a size it could not serve: at the limits it still can."""
+    dataset = contract.PUBLIC["SyntheticDataset"](_checks.MAX_SAMPLES, (3,), seed=2**32 - 1)
+    assert len(dataset) == _checks.MAX_SAMPLES
+    x, y = dataset[_checks.MAX_SAMPLES - 1]
+    assert tuple(x.shape) == (3,) and 0 <= int(y) < 10
+
+
+@pytest.mark.parametrize(
+    "fields, param",
+    [
+        (dict(shape=(HUGE_INT,)), "shape"),
+        (dict(shape=(2**20, 2**20, 2**20)), "shape"),
+        (dict(seed=HUGE_INT), "seed"),
+        (dict(seed=2**32), "seed"),
+    ],
+)
+def test_a_dataset_refuses_a_sample_it_could_not_make(fields, param):
+    with pytest.raises(ValueError, match=rf"^{param}="):
+        contract.PUBLIC["SyntheticDataset"](**(dict(n=8, shape=(3,)) | fields))
