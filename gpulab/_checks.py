@@ -315,8 +315,8 @@ def sentences(name: str, value) -> tuple[str, ...]:
 # refuse, by the names of their inputs, a result that overflows to infinity
 # (:func:`finite_result`).
 
-#: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``):
-#: ten minutes.
+#: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``,
+#: a power meter's ``interval_s``): ten minutes.
 MAX_RUN_TIME_S = 600.0
 #: Timed repeats and warm-up calls of one measurement (``repeats``, ``warmup``).
 MAX_REPEATS = 10_000

@@ -107,6 +107,9 @@ LIMITS: dict[str, dict[str, Limit]] = {
         "n": Limit("MAX_SAMPLES", at_limit_is_cheap=True),
         "load_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True),
     },
+    # on a CPU the meter only reads the clock: no sampling thread waits
+    "EnergyMeter": {"interval_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True)},
+    "measure_energy": {"interval_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True)},
     "draw_input_pipeline": {
         "load_s": Limit("MAX_PLOTTED", at_limit_is_cheap=True),
         "compute_s": Limit("MAX_PLOTTED"),
