@@ -100,6 +100,8 @@ LIMITS: dict[str, dict[str, Limit]] = {
     "simulate": {"grid": Limit("MAX_SIMULATED_THREADS", divisor=4)},
     "thread_map": {"n": Limit("MAX_SIMULATED_THREADS")},
     "torchrun": {"n_ranks": Limit("MAX_RANKS")},
+    "DistPlan": {"n_ranks": Limit("MAX_RANKS", at_limit_is_cheap=True)},
+    "dist_plan": {"n_gpus": Limit("MAX_RANKS", at_limit_is_cheap=True)},
     "fusion_traffic": {"n_elem": Limit("MAX_ELEMENTS", at_limit_is_cheap=True)},
     "draw_fusion": {"n_elem": Limit("MAX_ELEMENTS")},
     # building a dataset is lazy: nothing is drawn or waited for until a sample is read

@@ -54,7 +54,7 @@ class DistPlan:
     backend : str
         ``"nccl"`` (several CUDA GPUs, one process each) or ``"gloo"`` (CPU processes).
     n_ranks : int
-        Processes to start on this machine.
+        Processes to start on this machine, at most ``MAX_RANKS`` (1024).
     device : str
         ``"cuda"`` or ``"cpu"``: where each process computes.
     reason : str
@@ -69,6 +69,7 @@ class DistPlan:
     def __post_init__(self) -> None:
         choice("backend", self.backend, ("nccl", "gloo"))
         positive_int("n_ranks", self.n_ranks)
+        at_most("n_ranks", self.n_ranks, MAX_RANKS, "processes of one job")
         choice("device", self.device, ("cuda", "cpu"))
         text("reason", self.reason)
 
@@ -172,7 +173,7 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
     Parameters
     ----------
     n_gpus : int, optional
-        Number of CUDA GPUs (0 or more); default ``torch.cuda.device_count()``.
+        Number of CUDA GPUs (0 to ``MAX_RANKS``, 1024); default ``torch.cuda.device_count()``.
 
     Examples
     --------
@@ -190,6 +191,7 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
         except ImportError:
             n_gpus = 0
     n_gpus = non_negative_int("n_gpus", n_gpus)
+    at_most("n_gpus", n_gpus, MAX_RANKS, "GPUs of one machine, a rank each")
     if n_gpus >= 2:
         return DistPlan("nccl", n_gpus, "cuda", f"{n_gpus} CUDA GPUs: one NCCL rank each.")
     why = "One GPU cannot host two NCCL ranks" if n_gpus == 1 else "No CUDA GPU"
