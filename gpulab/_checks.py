@@ -79,6 +79,7 @@ def positive_int(name: str, value) -> int:
         raise wrong_type(name, value, "a positive integer")
     if value < 1:
         raise ValueError(f"{name}={value!r} must be a positive integer")
+    _fits_float(name, value)
     return int(value)
 
 
@@ -98,6 +99,7 @@ def non_negative_int(name: str, value) -> int:
         raise wrong_type(name, value, "an integer of 0 or more")
     if value < 0:
         raise ValueError(f"{name}={value!r} must be an integer of 0 or more")
+    _fits_float(name, value)
     return int(value)
 
 
@@ -115,7 +117,7 @@ def finite_number(name: str, value) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a finite number")
-    if not math.isfinite(value):
+    if not _fits_float(name, value):
         raise ValueError(f"{name}={value!r} must be a finite number")
     return float(value)
 
@@ -134,7 +136,7 @@ def positive_number(name: str, value, *, allow_inf: bool = False) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a positive number")
-    if not (value > 0 and (math.isfinite(value) or allow_inf)):
+    if not (value > 0 and (_fits_float(name, value) or allow_inf)):
         raise ValueError(f"{name}={value!r} must be a positive number")
     return float(value)
 
@@ -153,7 +155,7 @@ def non_negative_number(name: str, value) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a finite number of 0 or more")
-    if not math.isfinite(value) or value < 0:
+    if not _fits_float(name, value) or value < 0:
         raise ValueError(f"{name}={value!r} must be a finite number of 0 or more")
     return float(value)
 
@@ -178,7 +180,7 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     }[(allow_zero, allow_one)]
     if not _is_real(value):
         raise wrong_type(name, value, f"a fraction {wording}")
-    ok = math.isfinite(value)
+    ok = _fits_float(name, value)
     ok = ok and (value >= 0 if allow_zero else value > 0)
     ok = ok and (value <= 1 if allow_one else value < 1)
     if not ok:
@@ -313,7 +315,8 @@ def sentences(name: str, value) -> tuple[str, ...]:
 # memory than a machine has; a number too large for its parameter is refused by name, with
 # the limit, before any work starts. Formulas (the cost models) have no such limit: they
 # refuse, by the names of their inputs, a result that overflows to infinity
-# (:func:`finite_result`).
+# (:func:`finite_result`). Every number, a count too, must fit a float (about 1.8e308): the
+# checks above refuse a larger int by name, since the formulas compute in floats.
 
 #: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``,
 #: a power meter's ``interval_s``): ten minutes.
@@ -379,6 +382,24 @@ def _shown(value) -> str:
     if _is_integer(value) and abs(value) >= 10**15:
         return f"{value:.3e}" if abs(value) < 10**300 else f"an integer of {len(str(value))} digits"
     return repr(value)
+
+
+def _fits_float(name: str, value) -> bool:
+    """``math.isfinite(value)``, but an int too large for a float is refused by name.
+
+    Examples
+    --------
+    >>> _fits_float("n_params", 10**400)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_params=an integer of 401 digits is too large for a float (at most about 1.8e308)
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name}={_shown(value)} is too large for a float (at most about 1.8e308)"
+        ) from None
 
 
 def finite_result(value, **inputs) -> float:

@@ -38,6 +38,7 @@ matplotlib_pyplot = contract.plt
 
 HUGE_INT = 10**30
 HUGE_FLOAT = 1e308
+BEYOND_FLOAT = 10**400  # an int no float can hold
 
 #: Parameters that take a number besides a name, with a huge one (their kind in KINDS is a
 #: list of bad values, so the sweep below does not reach them).
@@ -242,9 +243,9 @@ _NUMBERS = ("pos", "nonneg", "real")
 def _huge_values(kind, valid) -> list:
     """Huge values of the right type for a parameter of ``kind`` whose valid value is ``valid``."""
     if kind in _COUNTS:
-        return [HUGE_INT]
+        return [HUGE_INT, BEYOND_FLOAT]
     if kind in _NUMBERS:
-        return [HUGE_INT, HUGE_FLOAT]
+        return [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT]
     if isinstance(valid, (list, tuple)) and valid and all(_is_number(v) for v in valid):
         rest = list(valid[1:])
         huge = [[HUGE_FLOAT, *rest]]

@@ -113,6 +113,8 @@ class Dim3:
             raise wrong_type(name, value, wanted)
         if not 1 <= len(dims) <= 3 or min(dims) < 1:
             raise ValueError(f"{name}={value!r} must be {wanted}")
+        for d in dims:  # named here, not by the field it becomes
+            positive_int(name, d)
         return cls(*dims)
 
     @property
