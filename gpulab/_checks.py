@@ -337,13 +337,13 @@ MAX_SAMPLES = 10**12
 MAX_EPOCHS = 100_000
 #: Steps of a training loop counted in one number (``accumulation_steps``).
 MAX_STEPS = 10**9
-#: Pipeline stages and microbatches a schedule is simulated for, one by one
+#: Pipeline stages, and stages × micro-batches, a schedule is simulated for, one by one
 #: (``n_stages``, ``n_microbatches``).
 MAX_SIMULATED = 10_000
 #: Threads (blocks × threads per block) in one launch of the SIMT simulator, which runs
 #: every thread in Python (``grid``, ``n``).
 MAX_SIMULATED_THREADS = 2**20
-#: Processes one launch starts (``n_ranks``).
+#: Processes one launch starts, one per GPU of a machine (``n_ranks``, ``n_gpus``).
 MAX_RANKS = 1024
 #: A number a figure places on an axis: matplotlib's margins and ticks go beyond it.
 MAX_PLOTTED = 1e100
@@ -373,7 +373,7 @@ def at_most(name: str, value, limit, what: str, *, unit: str = ""):
     """
     if value > limit:
         shown = _format_limit(limit) + (f" {unit}" if unit else "")
-        raise ValueError(f"{name}={value!r} must be at most {shown} ({what})")
+        raise ValueError(f"{name}={_shown(value)} must be at most {shown} ({what})")
     return value
 
 

@@ -2,8 +2,9 @@
 
 ``tests/test_api_contract.py`` holds one valid call per public callable (``BASELINES``) and
 the kind of each parameter (``KINDS``). This file changes one numeric parameter of that call
-at a time to a huge value (``10**30``, ``1e308``, and an element of a list of numbers made
-huge) and requires, within ``CALL_LIMIT_S`` seconds, one of two outcomes:
+at a time to a huge value (``10**30``, ``1e308``, ``10**400``, which no float holds, and an
+element of a list of numbers made huge) and requires, within ``CALL_LIMIT_S`` seconds, one
+of two outcomes:
 
 * a ``ValueError`` or ``TypeError`` whose message names the parameter, or
 * a result with no infinity or NaN in it (a record's fields and properties included) that
@@ -34,7 +35,7 @@ import test_api_contract as contract  # tests/ is on sys.path, as for gym_soluti
 
 from gpulab import _checks
 
-matplotlib_pyplot = contract.plt
+matplotlib_pyplot = contract.plt  # the same pyplot, on the Agg backend the contract sets
 
 HUGE_INT = 10**30
 HUGE_FLOAT = 1e308
@@ -43,11 +44,11 @@ BEYOND_FLOAT = 10**400  # an int no float can hold
 #: Parameters that take a number besides a name, with a huge one (their kind in KINDS is a
 #: list of bad values, so the sweep below does not reach them).
 NUMBERS_BESIDES_NAMES = {
-    ("training_flops_per_sample", "model"): [HUGE_INT, HUGE_FLOAT],
-    ("transformer_training_job", "model"): [HUGE_INT, HUGE_FLOAT],
-    ("scaling_estimate", "model"): [HUGE_INT, HUGE_FLOAT],
-    ("plan_training", "model"): [HUGE_INT],
-    ("chooser_widget", "model"): [HUGE_INT],
+    ("training_flops_per_sample", "model"): [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT],
+    ("transformer_training_job", "model"): [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT],
+    ("scaling_estimate", "model"): [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT],
+    ("plan_training", "model"): [HUGE_INT, BEYOND_FLOAT],
+    ("chooser_widget", "model"): [HUGE_INT, BEYOND_FLOAT],
 }
 
 
