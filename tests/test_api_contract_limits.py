@@ -366,3 +366,40 @@ def test_a_dataset_at_its_limits_serves_its_last_sample():
 def test_a_dataset_refuses_a_sample_it_could_not_make(fields, param):
     with pytest.raises(ValueError, match=rf"^{param}="):
         contract.PUBLIC["SyntheticDataset"](**(dict(n=8, shape=(3,)) | fields))
+
+
+def _record_zero_cases() -> list:
+    """Each numeric field of a record that may be 0, as (record, field)."""
+    cases = []
+    for case in contract._cases():
+        name, param, kind = case.values
+        fn = contract.PUBLIC[name]
+        if inspect.isclass(fn) and dataclasses.is_dataclass(fn) and kind in ("nonneg", "count0"):
+            cases.append(pytest.param(name, param, id=f"{name}-{param}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, param", _record_zero_cases())
+def test_a_record_with_a_zero_is_refused_by_name_or_finite(name, param):
+    """A 0 where 0 is allowed must not make a derived number infinite (a rate over 0 s)."""
+    _assert_refused_or_finite(name, param, 0)
+
+
+def _record_sequence_cases() -> list:
+    """Each field of a record whose valid value is a non-empty list or tuple of numbers."""
+    cases = []
+    for name, fn in contract.PUBLIC.items():
+        if name not in contract.BASELINES or not (
+            inspect.isclass(fn) and dataclasses.is_dataclass(fn)
+        ):
+            continue
+        for param, valid in contract._baseline(name).arguments.items():
+            if isinstance(valid, (list, tuple)) and valid and all(_is_number(v) for v in valid):
+                cases.append(pytest.param(name, param, type(valid)(), id=f"{name}-{param}"))
+    return cases
+
+
+@pytest.mark.parametrize("name, param, empty", _record_sequence_cases())
+def test_a_record_with_an_empty_sequence_is_refused_by_name_or_finite(name, param, empty):
+    """No numbers where a record keeps some must not leave a NaN (a final loss of no steps)."""
+    _assert_refused_or_finite(name, param, empty)
