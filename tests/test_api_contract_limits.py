@@ -16,6 +16,10 @@ long a call runs or how much it allocates, ``gpulab._checks`` holds its upper li
 (``MAX_*``, one per kind of parameter); ``LIMITS`` below lists each parameter with its limit,
 and the tests require a value just above the limit to be refused with the limit in the
 message, and (where that is cheap) the limit itself to be accepted.
+
+Records (the dataclasses among the callables) are checked the same way with a 0 where a
+field may be 0 and an empty sequence where one holds numbers: a derived number (a rate, a
+final loss) must not come out infinite or NaN.
 """
 
 from __future__ import annotations
