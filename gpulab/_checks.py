@@ -79,6 +79,7 @@ def positive_int(name: str, value) -> int:
         raise wrong_type(name, value, "a positive integer")
     if value < 1:
         raise ValueError(f"{name}={value!r} must be a positive integer")
+    _fits_float(name, value)
     return int(value)
 
 
@@ -98,6 +99,7 @@ def non_negative_int(name: str, value) -> int:
         raise wrong_type(name, value, "an integer of 0 or more")
     if value < 0:
         raise ValueError(f"{name}={value!r} must be an integer of 0 or more")
+    _fits_float(name, value)
     return int(value)
 
 
@@ -115,7 +117,7 @@ def finite_number(name: str, value) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a finite number")
-    if not math.isfinite(value):
+    if not _fits_float(name, value):
         raise ValueError(f"{name}={value!r} must be a finite number")
     return float(value)
 
@@ -134,7 +136,7 @@ def positive_number(name: str, value, *, allow_inf: bool = False) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a positive number")
-    if not (value > 0 and (math.isfinite(value) or allow_inf)):
+    if not (value > 0 and (_fits_float(name, value) or allow_inf)):
         raise ValueError(f"{name}={value!r} must be a positive number")
     return float(value)
 
@@ -153,7 +155,7 @@ def non_negative_number(name: str, value) -> float:
     """
     if not _is_real(value):
         raise wrong_type(name, value, "a finite number of 0 or more")
-    if not math.isfinite(value) or value < 0:
+    if not _fits_float(name, value) or value < 0:
         raise ValueError(f"{name}={value!r} must be a finite number of 0 or more")
     return float(value)
 
@@ -178,7 +180,7 @@ def fraction(name: str, value, *, allow_zero: bool = True, allow_one: bool = Tru
     }[(allow_zero, allow_one)]
     if not _is_real(value):
         raise wrong_type(name, value, f"a fraction {wording}")
-    ok = math.isfinite(value)
+    ok = _fits_float(name, value)
     ok = ok and (value >= 0 if allow_zero else value > 0)
     ok = ok and (value <= 1 if allow_one else value < 1)
     if not ok:
@@ -394,4 +396,118 @@ def function(name: str, value, *, wanted: str = "a callable", optional: bool = F
         return None
     if not callable(value):
         raise wrong_type(name, value, f"{wanted}{' or None' if optional else ''}")
+
+
+# ---------------------------------------------------------------------------- Upper limits
+#
+# A count, size or duration that sets how long a call runs or how much it allocates has an
+# upper limit, one per kind of parameter, so that no call runs for ever or asks for more
+# memory than a machine has; a number too large for its parameter is refused by name, with
+# the limit, before any work starts. Formulas (the cost models) have no such limit: they
+# refuse, by the names of their inputs, a result that overflows to infinity
+# (:func:`finite_result`). Every number, a count too, must fit a float (about 1.8e308): the
+# checks above refuse a larger int by name, since the formulas compute in floats.
+
+#: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``,
+#: a power meter's ``interval_s``): ten minutes.
+MAX_RUN_TIME_S = 600.0
+#: Timed repeats and warm-up calls of one measurement (``repeats``, ``warmup``).
+MAX_REPEATS = 10_000
+#: CPU threads a measurement may ask torch for (``num_threads``).
+MAX_THREADS = 1024
+#: Bytes of one array a measurement allocates (``array_bytes``, ``copy_bytes``): 64 GiB.
+MAX_ARRAY_BYTES = 2**36
+#: Side of the square matrices a measurement multiplies (``matmul_n``): 64 GiB at fp32.
+MAX_MATRIX_SIDE = 2**17
+#: Elements of the (shape-only) tensor a function is traced on (``n_elem``): about 10**12.
+MAX_ELEMENTS = 2**40
+#: Samples in a dataset (``n``): a trillion.
+MAX_SAMPLES = 10**12
+#: Passes over the batches in one training run (``epochs``).
+MAX_EPOCHS = 100_000
+#: Steps of a training loop counted in one number (``accumulation_steps``).
+MAX_STEPS = 10**9
+#: Pipeline stages, and stages × micro-batches, a schedule is simulated for, one by one
+#: (``n_stages``, ``n_microbatches``).
+MAX_SIMULATED = 10_000
+#: Threads (blocks × threads per block) in one launch of the SIMT simulator, which runs
+#: every thread in Python (``grid``, ``n``).
+MAX_SIMULATED_THREADS = 2**20
+#: Processes one launch starts, one per GPU of a machine (``n_ranks``, ``n_gpus``).
+MAX_RANKS = 1024
+#: A number a figure places on an axis: matplotlib's margins and ticks go beyond it.
+MAX_PLOTTED = 1e100
+#: A device's index (``"cuda:N"``) is below this: torch keeps it in 8 bits.
+MAX_DEVICE_INDEX = 128
+
+__all__ += ["at_most", "finite_result"]
+
+
+def _format_limit(limit) -> str:
+    return f"{limit:g}" if isinstance(limit, float) else f"{limit:,}".replace(",", "_")
+
+
+def at_most(name: str, value, limit, what: str, *, unit: str = ""):
+    """Return ``value`` if it is at most ``limit``; otherwise refuse it, naming the limit.
+
+    ``what`` says what the limit is, e.g. "a benchmark's longest run".
+
+    Examples
+    --------
+    >>> at_most("repeats", 20, MAX_REPEATS, "repeats of one measurement")
+    20
+    >>> at_most("min_run_time_s", 1e308, MAX_RUN_TIME_S, "a benchmark's longest run", unit="s")
+    Traceback (most recent call last):
+    ...
+    ValueError: min_run_time_s=1e+308 must be at most 600 s (a benchmark's longest run)
+    """
+    if value > limit:
+        shown = _format_limit(limit) + (f" {unit}" if unit else "")
+        raise ValueError(f"{name}={_shown(value)} must be at most {shown} ({what})")
+    return value
+
+
+def _shown(value) -> str:
+    """``repr(value)``, but an int of more than 15 digits in scientific notation."""
+    if _is_integer(value) and abs(value) >= 10**15:
+        return f"{value:.3e}" if abs(value) < 10**300 else f"an integer of {len(str(value))} digits"
+    return repr(value)
+
+
+def _fits_float(name: str, value) -> bool:
+    """``math.isfinite(value)``, but an int too large for a float is refused by name.
+
+    Examples
+    --------
+    >>> _fits_float("n_params", 10**400)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_params=an integer of 401 digits is too large for a float (at most about 1.8e308)
+    """
+    try:
+        return math.isfinite(value)
+    except OverflowError:
+        raise ValueError(
+            f"{name}={_shown(value)} is too large for a float (at most about 1.8e308)"
+        ) from None
+
+
+def finite_result(value, **inputs) -> float:
+    """Return ``value``, a result computed from finite ``inputs``, if it is finite too.
+
+    A formula given finite but huge inputs can overflow to infinity (or NaN); this refuses
+    that result by the names and values of the inputs it came from.
+
+    Examples
+    --------
+    >>> finite_result(2.0 * 1e9, n_params=1e9)
+    2000000000.0
+    >>> finite_result(2.0 * 1e308, n_params=1e308)
+    Traceback (most recent call last):
+    ...
+    ValueError: n_params=1e+308: too large, the result overflows to inf
+    """
+    if not math.isfinite(value):
+        given = ", ".join(f"{k}={_shown(v)}" for k, v in inputs.items())
+        raise ValueError(f"{given}: too large, the result overflows to {value!r}")
     return value

@@ -279,6 +279,20 @@ def test_step_time_records_the_gpu_count_and_checks_its_fields():
 
 
 @pytest.mark.parametrize(
+    "fields, match",
+    [
+        (dict(exposed_comm_s=0.3), "exposed_comm_s=0.3 must be at most comm_s=0.2"),
+        (dict(total_s=2.0), r"total_s=2.0 must be compute_s \+ exposed_comm_s"),
+        (dict(compute_s=1e308, total_s=1e308, exposed_comm_s=1e308, comm_s=1e308), "too large"),
+    ],
+)
+def test_inconsistent_step_times_are_refused(fields, match):
+    record = dict(compute_s=1.0, comm_s=0.2, exposed_comm_s=0.1, total_s=1.1, n_gpus=2) | fields
+    with pytest.raises(ValueError, match=match):
+        gl.costmodels.comms.StepTime(**record)
+
+
+@pytest.mark.parametrize(
     "field, value, error",
     [
         ("bandwidth", 0, ValueError),

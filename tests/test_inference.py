@@ -2,7 +2,6 @@
 
 import contextlib
 import io
-import math
 from pathlib import Path
 
 import nbformat
@@ -109,7 +108,9 @@ def test_generation_timing():
     assert t.total_s == pytest.approx(0.7)
     assert t.decode_tokens_per_s == pytest.approx(10)
     single = gl.generation_timing(0.0, [0.25])
-    assert single.tpot_s == 0 and math.isinf(single.decode_tokens_per_s)
+    assert single.tpot_s == 0 and single.total_s == 0.25
+    with pytest.raises(ValueError, match="n_tokens=1"):
+        _ = single.decode_tokens_per_s
     assert "TTFT" in str(t) and "TPOT" in str(t)
 
 
@@ -128,6 +129,29 @@ def test_generation_timing():
 def test_generation_timing_refuses_bad_times(times, error, match):
     with pytest.raises(error, match=match):
         gl.generation_timing(0.0, times)
+
+
+def test_generation_timing_names_a_late_start():
+    with pytest.raises(ValueError, match="token_times_s.0.=0.5 is earlier than start_s=2.0"):
+        gl.generation_timing(2.0, [0.5, 0.6])
+
+
+def test_generation_timing_refuses_tokens_at_one_clock_reading():
+    with pytest.raises(ValueError, match="3 tokens at one clock reading"):
+        gl.generation_timing(0.0, [0.5, 0.5, 0.5])
+
+
+@pytest.mark.parametrize(
+    "record, match",
+    [
+        ((0.2, 0.0, 10), "tpot_s=0 with n_tokens=10"),
+        ((0.2, 0.1, 1), "tpot_s=0.1 with n_tokens=1 must be 0"),
+        ((0.2, 1e308, 10**30), "too large"),
+    ],
+)
+def test_impossible_generation_timings_are_refused(record, match):
+    with pytest.raises(ValueError, match=match):
+        gl.costmodels.inference.GenerationTiming(*record)
 
 
 # ---- the inference lab times its tiny GPT where it says it does

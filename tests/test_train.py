@@ -125,11 +125,33 @@ def test_progress_bar_reports_samples(capsys):
     assert "demo" in err and "32" in err and "sample" in err
 
 
-def test_stats_without_steps():
-    stats = gl.labkit.training_loop.TrainStats(steps=0, samples=0, time_s=0.0, losses=[])
-    assert math.isnan(stats.final_loss)
+def test_stats_without_steps_are_refused():
+    # A run takes at least one step, so a record of none has no final loss to report.
+    with pytest.raises(ValueError, match="steps=0"):
+        gl.labkit.training_loop.TrainStats(steps=0, samples=0, time_s=0.0, losses=[])
+
+
+def test_stats_all_warm_up_have_no_rate():
+    stats = gl.labkit.training_loop.TrainStats(
+        steps=1, samples=8, time_s=0.0, losses=[1.0], warmup_steps=1, warmup_samples=8
+    )
     with pytest.raises(ValueError, match="no step was timed"):
         _ = stats.samples_per_s
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"losses": []}, "losses has 0 entries but steps=2"),
+        ({"losses": [1.0, 0.5, 0.2]}, "losses has 3 entries"),
+        ({"warmup_steps": 3}, "warmup_steps=3 must be at most steps=2"),
+        ({"warmup_samples": 17}, "warmup_samples=17 must be at most samples=16"),
+    ],
+)
+def test_inconsistent_stats_are_refused(kwargs, match):
+    record = dict(steps=2, samples=16, time_s=0.1, losses=[1.0, 0.5]) | kwargs
+    with pytest.raises(ValueError, match=match):
+        gl.labkit.training_loop.TrainStats(**record)
 
 
 @pytest.mark.parametrize(

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 from gpulab._checks import (
     choice,
+    finite_result,
     fraction,
     non_negative_int,
     non_negative_number,
@@ -166,7 +167,8 @@ def run_cost(time_s: float, price_per_hour: float, n_gpus: int = 1) -> float:
     """
     time_s = non_negative_number("time_s", time_s)
     price = positive_number("price_per_hour", price_per_hour)
-    return time_s / 3600 * price * positive_int("n_gpus", n_gpus)
+    cost = time_s / 3600 * price * positive_int("n_gpus", n_gpus)
+    return finite_result(cost, time_s=time_s, price_per_hour=price_per_hour, n_gpus=n_gpus)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ from typing import TYPE_CHECKING
 
 from gpulab._checks import (
     choice,
+    finite_result,
     fraction,
     non_negative_number,
     positive_int,
@@ -381,12 +382,15 @@ def fit_alpha_beta(
     if intercept < 0:
         intercept = 0.0
         slope = sv / svv
+    measured = dict(n_bytes=n_bytes, times_s=times_s)
+    finite_result(slope, **measured)  # squares of huge sizes overflow, and then so does all
     if slope <= 0:
         raise ValueError(
             "the measured times do not grow with message size, so no bandwidth can be fitted; "
             "measure larger messages"
         )
-    return float(intercept / a), float(b / slope)
+    alpha = finite_result(float(intercept / a), **measured)
+    return alpha, finite_result(float(b / slope), **measured)
 
 
 # --------------------------------------------------------------------------- training step
@@ -420,6 +424,21 @@ class StepTime:
         for name in ("compute_s", "comm_s", "exposed_comm_s", "total_s"):
             non_negative_number(name, getattr(self, name))
         positive_int("n_gpus", self.n_gpus)
+        if self.exposed_comm_s > self.comm_s:
+            raise ValueError(
+                f"exposed_comm_s={self.exposed_comm_s!r} must be at most "
+                f"comm_s={self.comm_s!r}: only communication can be exposed"
+            )
+        parts = finite_result(
+            self.compute_s + self.exposed_comm_s,
+            compute_s=self.compute_s,
+            exposed_comm_s=self.exposed_comm_s,
+        )
+        if not math.isclose(self.total_s, parts, rel_tol=1e-9):
+            raise ValueError(
+                f"total_s={self.total_s!r} must be compute_s + exposed_comm_s "
+                f"({self.compute_s!r} + {self.exposed_comm_s!r})"
+            )
 
     @property
     def efficiency(self) -> float:

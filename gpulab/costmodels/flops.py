@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from numbers import Integral
 
-from gpulab._checks import choice, flag, positive_int, wrong_type
+from gpulab._checks import MAX_ELEMENTS, at_most, choice, flag, positive_int, wrong_type
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 
 __all__ = [
@@ -144,7 +144,13 @@ def conv2d_output_size(
     p = _pair("padding", padding, allow_zero=True)
     out = tuple((hw[i] + 2 * p[i] - d[i] * (k[i] - 1) - 1) // s[i] + 1 for i in range(2))
     if min(out) < 1:
-        raise ValueError(f"size={size!r} is too small for kernel_size={kernel_size!r}")
+        if d == (1, 1):
+            raise ValueError(f"size={size!r} is too small for kernel_size={kernel_size!r}")
+        # dilation spreads the kernel out: name it, since a large one is what is wrong
+        raise ValueError(
+            f"dilation={dilation!r} is too large for the input: kernel_size={kernel_size!r} "
+            f"dilated spans more than size={size!r} with padding={padding!r}"
+        )
     return out  # type: ignore[return-value]
 
 
@@ -352,7 +358,7 @@ def fusion_traffic(fn: Callable, n_elem: int = 2**28, *, precision: str = "fp32"
         A function of one tensor that ``torch.fx`` can trace (no control flow on values),
         with 1 to 12 operations.
     n_elem : int
-        Elements of the input tensor.
+        Elements of the input tensor, at most ``MAX_ELEMENTS`` (2**40).
     precision : str
         One of :data:`FUSION_PRECISIONS`.
 
@@ -385,6 +391,7 @@ def fusion_traffic(fn: Callable, n_elem: int = 2**28, *, precision: str = "fp32"
     if not callable(fn):
         raise wrong_type("fn", fn, "a function of one tensor, e.g. lambda x: x * 2")
     n_elem = positive_int("n_elem", n_elem)
+    at_most("n_elem", n_elem, MAX_ELEMENTS, "elements of a traced tensor")
     choice("precision", precision, FUSION_PRECISIONS)
     try:
         module = torch.fx.symbolic_trace(fn)

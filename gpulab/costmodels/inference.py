@@ -13,13 +13,13 @@ See also the chapter *Beyond speed* (section "Inference") and ``notebooks/infere
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from gpulab._checks import (
     choice,
     finite_number,
+    finite_result,
     non_negative_number,
     positive_int,
     positive_number,
@@ -146,7 +146,7 @@ def weight_bytes(n_params: float, weight_format: str = "bf16") -> float:
     """
     n_params = non_negative_number("n_params", n_params)
     choice("weight_format", weight_format, WEIGHT_FORMATS)
-    return n_params * WEIGHT_FORMATS[weight_format] / 8
+    return finite_result(n_params * WEIGHT_FORMATS[weight_format] / 8, n_params=n_params)
 
 
 @dataclass(frozen=True)
@@ -264,8 +264,12 @@ def decode_estimate(
         precision = _arithmetic_precision(entry)
     else:
         choice("precision", precision, PEAK_PRECISIONS)
-    flops = 2 * n_params * batch
-    moved = weight_bytes(n_params, weight_format) + kv_bytes
+    flops = finite_result(2 * n_params * batch, n_params=n_params, batch_size=batch_size)
+    moved = finite_result(
+        n_params * WEIGHT_FORMATS[weight_format] / 8 + kv_bytes,
+        n_params=n_params,
+        kv_bytes=kv_bytes,
+    )
     p = predict_time(entry, flops=flops, n_bytes=moved, precision=precision)
     return DecodeEstimate(entry.name, weight_format, batch, flops, moved, p.time_s, p.bound)
 
@@ -280,7 +284,8 @@ class GenerationTiming:
         Time to first token: from the request to the first generated token, which the
         prefill's logits at the prompt's last position give (no decode step comes before it).
     tpot_s : float
-        Time per output token after the first: the mean decode step.
+        Time per output token after the first: the mean decode step; above 0 when more than
+        one token was generated, and 0 for a single token (no decode step follows it).
     n_tokens : int
         Tokens generated.
     """
@@ -293,6 +298,17 @@ class GenerationTiming:
         non_negative_number("ttft_s", self.ttft_s)
         non_negative_number("tpot_s", self.tpot_s)
         positive_int("n_tokens", self.n_tokens)
+        if self.n_tokens > 1 and self.tpot_s == 0:
+            raise ValueError(
+                f"tpot_s=0 with n_tokens={self.n_tokens!r}: the tokens after the first take "
+                "decode steps, which take time"
+            )
+        if self.n_tokens == 1 and self.tpot_s != 0:
+            raise ValueError(
+                f"tpot_s={self.tpot_s!r} with n_tokens=1 must be 0: no decode step follows "
+                "a single token"
+            )
+        finite_result(self.total_s, ttft_s=self.ttft_s, tpot_s=self.tpot_s, n_tokens=self.n_tokens)
 
     @property
     def total_s(self) -> float:
@@ -301,8 +317,16 @@ class GenerationTiming:
 
     @property
     def decode_tokens_per_s(self) -> float:
-        """Tokens per second after the first (1 / TPOT); inf for a single token."""
-        return math.inf if self.tpot_s == 0 else 1 / self.tpot_s
+        """Tokens per second after the first (1 / TPOT).
+
+        Raises
+        ------
+        ValueError
+            For a single token: no decode step followed it, so there is no rate.
+        """
+        if self.n_tokens == 1:
+            raise ValueError("n_tokens=1: no token followed the first, so there is no decode rate")
+        return finite_result(1 / self.tpot_s, tpot_s=self.tpot_s)
 
     def __str__(self) -> str:
         from gpulab.units import format_duration
@@ -336,14 +360,23 @@ def generation_timing(start_s: float, token_times_s: Sequence[float]) -> Generat
     if len(token_times_s) == 0:
         raise ValueError("token_times_s=[] is empty: at least one token is needed")
     times = [finite_number(f"token_times_s[{i}]", t) for i, t in enumerate(token_times_s)]
-    previous = start_s
-    for i, t in enumerate(times):
-        if t < previous:
+    if times[0] < start_s:
+        raise ValueError(
+            f"token_times_s[0]={times[0]!r} is earlier than start_s={start_s!r}: a token "
+            "comes after its request"
+        )
+    for i in range(1, len(times)):
+        if times[i] < times[i - 1]:
             raise ValueError(
-                f"token_times_s[{i}]={t!r} is earlier than the time before it ({previous!r}): "
-                "times must not go backwards"
+                f"token_times_s[{i}]={times[i]!r} is earlier than the time before it "
+                f"({times[i - 1]!r}): times must not go backwards"
             )
-        previous = t
-    ttft = times[0] - start_s
+    if len(times) > 1 and times[-1] == times[0]:
+        raise ValueError(
+            f"token_times_s={token_times_s!r}: {len(times)} tokens at one clock reading; "
+            "read a finer clock, such as time.perf_counter"
+        )
+    ttft = finite_result(times[0] - start_s, start_s=start_s, token_times_s=token_times_s)
     tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
+    finite_result(tpot, token_times_s=token_times_s)
     return GenerationTiming(ttft, tpot, len(times))

@@ -37,7 +37,10 @@ from dataclasses import dataclass
 from numbers import Integral
 
 from gpulab._checks import (
+    MAX_SIMULATED,
+    at_most,
     choice,
+    finite_result,
     flag,
     fraction,
     non_negative_int,
@@ -486,6 +489,7 @@ def suggest_parallelism(
         f"{device.name}: {fmt(device.memory_bytes)} × {headroom:.0%} headroom = "
         f"{fmt(usable)} usable; weights + gradients may take {share:.0%} = {fmt(budget)}"
     ]
+    finite_result(16 * n, n_params=n_params)  # the state's bytes: 4 + 12 per parameter
     wg = 4 * n  # 16-bit weights and gradients
     tensor = next((t for t in _power_of_two_up_to(node) if wg / t <= budget), None)
     tensor = tensor or max(_power_of_two_up_to(node))
@@ -507,6 +511,7 @@ def suggest_parallelism(
         if not fitting:  # too few GPUs for any split that fits: say how many a copy needs
             raise ValueError(
                 f"n_gpus={total!r} must be a multiple of tensor × pipeline = {tensor * pipeline}"
+                f", the split that holds the weights and gradients of n_params={n:.3g}"
             )
         pipeline = (whole or fitting)[0]
         note = f" (divides {total} / {tensor} = {rest}" + (
@@ -664,6 +669,13 @@ def sharded_memory(
               (grad_bytes_per_param, "grad_bytes_per_param"),
               (optimizer_bytes_per_param, "optimizer_bytes_per_param"))]  # fmt: skip
     params, grads, optimizer = (n * b for b in sizes)
+    finite_result(
+        params + grads + optimizer,
+        n_params=n_params,
+        weight_bytes_per_param=weight_bytes_per_param,
+        grad_bytes_per_param=grad_bytes_per_param,
+        optimizer_bytes_per_param=optimizer_bytes_per_param,
+    )
     return ShardedMemory(
         params_bytes=params / p if stage >= 3 else params,
         grads_bytes=grads / p if stage >= 2 else grads,
@@ -812,7 +824,8 @@ def simulate_pipeline(
     forward_s, backward_s : sequence of float
         Per stage, seconds for one micro-batch's forward and backward.
     n_microbatches : int
-        Micro-batches per step, ``m``.
+        Micro-batches per step, ``m``; stages × micro-batches at most ``MAX_SIMULATED``
+        (10 000), since each operation is simulated one by one.
     schedule : {"gpipe", "1f1b"}
         GPipe: all forwards, then all backwards. 1F1B: after ``p - 1 - stage`` warm-up
         forwards, alternate one forward and one backward.
@@ -836,8 +849,17 @@ def simulate_pipeline(
     p = len(fwd)
     bwd = _per_stage("backward_s", backward_s, p)
     m = positive_int("n_microbatches", n_microbatches)
+    at_most("n_microbatches", m, MAX_SIMULATED // p, f"micro-batches simulated over {p} stages")
     choice("schedule", schedule, SCHEDULES)
     comm = non_negative_number("comm_s", comm_s)
+    # Every operation starts at most one transfer after the one before it ends, so this
+    # bounds the step: if it is finite, so is every time the simulation computes.
+    finite_result(
+        m * (sum(fwd) + sum(bwd)) + 2 * p * m * comm,
+        forward_s=forward_s,
+        backward_s=backward_s,
+        comm_s=comm_s,
+    )
     orders = [_order(schedule, s, p, m) for s in range(p)]
     done: dict[tuple[str, int, int], float] = {}
     free = [0.0] * p
@@ -875,7 +897,13 @@ def simulate_pipeline(
             best = max(best, held)
         peaks.append(best)
     ops.sort(key=lambda o: (o.stage, o.start_s))
-    return PipelineSchedule(schedule, p, m, tuple(ops), step, 1 - busy / (p * step), tuple(peaks))
+    bubble = 1 - busy / (p * step)
+    if bubble >= 1:  # the compute rounds away next to the transfers
+        raise ValueError(
+            f"comm_s={comm_s!r} is too large next to the stage times: the stages would "
+            "be busy for no measurable share of the step"
+        )
+    return PipelineSchedule(schedule, p, m, tuple(ops), step, bubble, tuple(peaks))
 
 
 def stage_times_from_measurement(
@@ -893,7 +921,8 @@ def stage_times_from_measurement(
     ``(1 - bubble) · step_s`` per step, so ``(1 - bubble) · step_s / m`` per micro-batch,
     split into forward and backward as ``1 : backward_ratio``. What the equal-stage GPipe
     schedule leaves unexplained is put on the transfers between stages: ``comm_s`` per
-    transfer (``2 (p - 1)`` on the critical path), never below 0.
+    transfer (``2 (p - 1)`` on the critical path), never below 0. ``n_stages`` is at most
+    ``MAX_SIMULATED`` (10 000): the result holds a list entry per stage.
 
     Returns
     -------
@@ -913,6 +942,7 @@ def stage_times_from_measurement(
     idle = fraction("bubble", bubble, allow_one=False)
     m = positive_int("n_microbatches", n_microbatches)
     p = positive_int("n_stages", n_stages)
+    at_most("n_stages", p, MAX_SIMULATED, "stages of a simulated pipeline")
     ratio = positive_number("backward_ratio", backward_ratio)
     per_micro = (1 - idle) * step / m
     fwd = per_micro / (1 + ratio)

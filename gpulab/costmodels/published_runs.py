@@ -95,6 +95,11 @@ class PublishedRun:
         resolve_spec("spec", self.spec)
         for name in _INTEGER_COLUMNS:
             positive_int(name, getattr(self, name))
+        if self.embedding_params >= self.n_params:
+            raise ValueError(
+                f"embedding_params={self.embedding_params!r} must be below "
+                f"n_params={self.n_params!r}: the embeddings are part of the model"
+            )
         if self.run_stop_ms <= self.run_start_ms:
             raise ValueError(
                 f"run_stop_ms={self.run_stop_ms!r} must come after run_start_ms="

@@ -27,8 +27,15 @@ from dataclasses import dataclass
 from numbers import Real
 
 from gpulab._checks import (
+    MAX_ARRAY_BYTES,
+    MAX_MATRIX_SIDE,
+    MAX_REPEATS,
+    MAX_RUN_TIME_S,
+    MAX_THREADS,
+    at_most,
     axes,
     choice,
+    finite_result,
     flag,
     non_negative_number,
     positive_int,
@@ -273,6 +280,8 @@ class RooflinePoint:
         positive_number("n_bytes", self.n_bytes)
         if self.time_s is not None:
             positive_number("time_s", self.time_s)
+            finite_result(self.flops / self.time_s, flops=self.flops, time_s=self.time_s)
+        finite_result(self.flops / self.n_bytes, flops=self.flops, n_bytes=self.n_bytes)
 
     @property
     def intensity(self) -> float:
@@ -401,20 +410,22 @@ def measure_ceilings(
         Precision of the matmul. ``"fp32"`` switches TF32 off on CUDA for the measurement;
         ``"tf32"`` switches it on.
     copy_bytes : int, optional
-        Size of each copied array (at least 4096); default 128 MiB on a CPU (well beyond
-        its caches), 1 GiB on a GPU.
+        Size of each copied array (at least 4096, at most ``MAX_ARRAY_BYTES``, 64 GiB);
+        default 128 MiB on a CPU (well beyond its caches), 1 GiB on a GPU.
     matmul_n : int, optional
-        Matrix side (at least 16); default 1024 on a CPU, 8192 on a GPU.
+        Matrix side (at least 16, at most ``MAX_MATRIX_SIDE``); default 1024 on a CPU, 8192
+        on a GPU.
     min_run_time_s : float
-        Seconds of timing per measurement.
+        Seconds of timing per measurement (at most ``MAX_RUN_TIME_S``, 600 s).
     num_threads : int, optional
-        CPU threads torch may use (default: what it uses now). Time the kernels you compare
-        with the same number. One thread gives the roofline of one core, which other
-        programs' load disturbs far less than a multi-threaded kernel waiting for its
-        slowest thread.
+        CPU threads torch may use, at most ``MAX_THREADS`` (default: what it uses now).
+        Time the kernels you compare with the same number. One thread gives the roofline
+        of one core, which other programs' load disturbs far less than a multi-threaded
+        kernel waiting for its slowest thread.
     repeats : int
         Rounds of the three measurements; the best of each is kept (the fastest copy and
-        matmul, the cheapest call), since other programs' load only ever slows a round.
+        matmul, the cheapest call), since other programs' load only ever slows a round; at
+        most ``MAX_REPEATS``.
 
     Returns
     -------
@@ -442,17 +453,22 @@ def measure_ceilings(
             f"precision={precision!r} cannot be measured; use one of {', '.join(TORCH_DTYPE_NAMES)}"
         )
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
+    at_most("min_run_time_s", min_run_time_s, MAX_RUN_TIME_S, "one measurement's run", unit="s")
     if num_threads is not None:
         positive_int("num_threads", num_threads)
+        at_most("num_threads", num_threads, MAX_THREADS, "CPU threads")
     positive_int("repeats", repeats)
+    at_most("repeats", repeats, MAX_REPEATS, "rounds of measurements")
     if copy_bytes is not None:
         positive_int("copy_bytes", copy_bytes)
         if copy_bytes < 4096:
             raise ValueError(f"copy_bytes={copy_bytes!r} must be an integer of at least 4096")
+        at_most("copy_bytes", copy_bytes, MAX_ARRAY_BYTES, "bytes of one array")
     if matmul_n is not None:
         positive_int("matmul_n", matmul_n)
         if matmul_n < 16:
             raise ValueError(f"matmul_n={matmul_n!r} must be an integer of at least 16")
+        at_most("matmul_n", matmul_n, MAX_MATRIX_SIDE, "the side of a measured matmul")
     dev = torch_device(device)
     copy_bytes = scale(cpu=128 * 2**20, gpu=2**30, device=dev) if copy_bytes is None else copy_bytes
     matmul_n = scale(cpu=1024, gpu=8192, device=dev) if matmul_n is None else matmul_n

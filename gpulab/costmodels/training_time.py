@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 
 from gpulab._checks import (
     choice,
+    finite_result,
     fraction,
     non_negative_number,
     positive_int,
@@ -121,7 +122,7 @@ def training_flops_per_token(
     shape = {"layers": layers, "hidden": hidden, "seq_len": seq_len}
     given = [k for k, v in shape.items() if v is not None]
     if not given:
-        return 6.0 * n
+        return finite_result(6.0 * n, n_params=n_params)
     if len(given) < 3:
         missing = ", ".join(k for k in shape if k not in given)
         raise ValueError(
@@ -129,7 +130,7 @@ def training_flops_per_token(
             "6·layers·seq_len·hidden takes all three"
         )
     L, h, s = (positive_int(k, shape[k]) for k in ("layers", "hidden", "seq_len"))
-    return 6.0 * n + 6.0 * L * s * h
+    return finite_result(6.0 * n + 6.0 * L * s * h, n_params=n_params, **shape)
 
 
 def training_flops_per_sample(
@@ -162,15 +163,19 @@ def training_flops_per_sample(
         image_size = positive_int("image_size", image_size)
     if named is not None and named.family == "cnn":
         size = named.image_size if image_size is None else image_size
-        return (1 + _BACKWARD_FACTOR) * named.forward_flops * (size / named.image_size) ** 2
+        scale = size / named.image_size  # squared by multiplying: a power raises on overflow
+        flops = (1 + _BACKWARD_FACTOR) * named.forward_flops * scale * scale
+        return finite_result(flops, image_size=image_size)
     if named is not None:
         tokens = named.seq_len if seq_len is None else seq_len
         per_token = training_flops_per_token(
             named.n_params, layers=named.layers, hidden=named.hidden, seq_len=tokens
         )
-        return per_token * tokens
+        return finite_result(per_token * tokens, seq_len=seq_len)
     tokens = 1 if seq_len is None else seq_len
-    return training_flops_per_token(positive_number("model", model)) * tokens
+    n = positive_number("model", model)
+    finite_result(6.0 * n, model=model)  # named so, not by the n_params it is passed as
+    return finite_result(training_flops_per_token(n) * tokens, model=model, seq_len=seq_len)
 
 
 def training_precision(spec) -> str:
@@ -286,10 +291,17 @@ def resnet_training_job(
     steps = None
     if batch_size is not None:
         steps = epochs * math.ceil(images / positive_int("batch_size", batch_size))
+    flops = finite_result(
+        factor * fwd * images * epochs,
+        forward_flops_per_image=forward_flops_per_image,
+        backward_factor=backward_factor,
+        images=images,
+        epochs=epochs,
+    )
     if name is None:
         name = f"ResNet × {images:,} images × {epochs} epochs"
     formula = f"{factor:g} × {fwd / 1e9:.3g} GFLOP forward × {images:,} images × {epochs} epochs"
-    return TrainingJob(name, factor * fwd * images * epochs, formula, n_params, steps)
+    return TrainingJob(name, flops, formula, n_params, steps)
 
 
 def transformer_training_job(
@@ -349,13 +361,16 @@ def transformer_training_job(
             f"embedding_params={embedding_params!r} must be below the {n_params:.4g} parameters"
         )
     n = n_params - emb
+    if named is None:
+        finite_result(6.0 * n, model=model)  # named so, not by the n_params it is passed as
     per_token = training_flops_per_token(n, layers=layers, hidden=hidden, seq_len=seq_len)
+    flops = finite_result(per_token * d, model=model, n_tokens=n_tokens)
     six_n = f"6 × {n:.4g} parameters"
     if per_token > 6 * n:
         six_n = f"(6 × {n:.4g} parameters + 6 × {layers} layers × {seq_len} tokens × {hidden})"
     if name is None:
         name = f"{label or 'transformer'}, {n_params / 1e6:,.0f} M parameters × {d:.3g} tokens"
-    return TrainingJob(name, per_token * d, f"{six_n} × {d:.4g} tokens", n_params, steps)
+    return TrainingJob(name, flops, f"{six_n} × {d:.4g} tokens", n_params, steps)
 
 
 @dataclass(frozen=True)
@@ -698,6 +713,7 @@ def scaling_estimate(
     if named is None:
         n = positive_number("model", model)
         label = f"{n / 1e9:g}B parameters"
+        finite_result(6.0 * n, model=model)  # named so, not by the n_params it is passed as
         per_token = training_flops_per_token(n)
     else:
         n, label = named.n_params, named.name
@@ -706,7 +722,7 @@ def scaling_estimate(
         )
     job = TrainingJob(
         f"one step of {label}",
-        per_token * tokens * n_gpus,
+        finite_result(per_token * tokens * n_gpus, model=model, tokens_per_gpu=tokens_per_gpu),
         f"{per_token:.4g} FLOP per token × {tokens:,.0f} tokens × {n_gpus} GPUs",
         n_params=n,
         steps=1,

@@ -109,7 +109,10 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     ):
         raise wrong_type("block", block, f"(row, column) with each in 0..{t - 1}")
     if len(block) != 2 or any(not isinstance(v, Integral) or not 0 <= v < t for v in block):
-        raise ValueError(f"block={block!r} must be (row, column) with each in 0..{t - 1}")
+        raise ValueError(
+            f"block={block!r} must be (row, column) with each in 0..{t - 1}: n={n!r} "
+            f"makes {t} row(s) of tiles of tile={tile!r}"
+        )
     bi, bj = block
     fig, axes = new_figure(1, 3, figsize=(9.0, 3.4))
     for ax, name in zip(axes, ("A", "B", "C"), strict=True):

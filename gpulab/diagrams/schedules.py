@@ -10,6 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab._checks import (
+    MAX_PLOTTED,
+    at_most,
     fraction,
     positive_int,
     positive_number,
@@ -115,7 +117,8 @@ def draw_input_pipeline(
     Parameters
     ----------
     load_s : float
-        Seconds one loader takes to produce one batch.
+        Seconds one loader takes to produce one batch. Each time is at most ``MAX_PLOTTED``
+        (1e100 s), which a figure's axis holds.
     compute_s : float
         Seconds one training step takes on a batch already in memory.
     starved_step_s, fixed_step_s : float
@@ -141,6 +144,9 @@ def draw_input_pipeline(
     fixed = positive_number("fixed_step_s", fixed_step_s)
     workers = positive_int("n_workers", n_workers)
     n = positive_int("n_batches", n_batches)
+    for name, seconds in (("load_s", load), ("compute_s", compute), ("starved_step_s", starved),
+                          ("fixed_step_s", fixed)):  # fmt: skip
+        at_most(name, seconds, MAX_PLOTTED, "a number a figure's axis holds", unit="s")
     for name, step in (("starved_step_s", starved), ("fixed_step_s", fixed)):
         if step < compute:
             raise ValueError(

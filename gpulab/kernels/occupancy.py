@@ -232,6 +232,16 @@ class WavePrediction:
             positive_int(name, getattr(self, name))
         positive_number("time_s", self.time_s)
         positive_number("ideal_time_s", self.ideal_time_s)
+        if self.waves != -(-self.tiles // self.sm_count):
+            raise ValueError(
+                f"waves={self.waves!r} must be ceil(tiles / sm_count) = "
+                f"ceil({self.tiles!r} / {self.sm_count!r})"
+            )
+        if self.ideal_time_s > self.time_s * (1 + 1e-9):  # rounding aside, waves only add
+            raise ValueError(
+                f"ideal_time_s={self.ideal_time_s!r} must be at most time_s={self.time_s!r}: "
+                "waves never beat the work spread perfectly"
+            )
 
     @property
     def efficiency(self) -> float:
@@ -268,8 +278,8 @@ def matmul_waves(spec, n: int, *, tile: int = 128, precision: str = "fp16") -> W
     if not device.sm_count:
         raise ValueError(f"spec={spec!r}: the registry gives no SM count for {device.name}")
     peak = device.peak_flops[precision]
-    tiles = math.ceil(n / tile) ** 2
-    waves = math.ceil(tiles / device.sm_count)
+    tiles = (-(-n // tile)) ** 2  # integer ceilings: exact for any n
+    waves = -(-tiles // device.sm_count)
     per_tile_s = 2 * tile * tile * n / (peak / device.sm_count)
     return WavePrediction(
         device=device.name,

@@ -45,7 +45,14 @@ from numbers import Integral
 
 import numpy as np
 
-from gpulab._checks import flag, fraction, non_negative_int, positive_int, wrong_type
+from gpulab._checks import (
+    MAX_SIMULATED_THREADS,
+    flag,
+    fraction,
+    non_negative_int,
+    positive_int,
+    wrong_type,
+)
 from gpulab.kernels.faults import (
     BarrierError,
     EndlessError,
@@ -106,6 +113,8 @@ class Dim3:
             raise wrong_type(name, value, wanted)
         if not 1 <= len(dims) <= 3 or min(dims) < 1:
             raise ValueError(f"{name}={value!r} must be {wanted}")
+        for d in dims:  # named here, not by the field it becomes
+            positive_int(name, d)
         return cls(*dims)
 
     @property
@@ -668,6 +677,11 @@ def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
             f"block={block!r} has {block_dim.size} threads; CUDA allows at most "
             f"{_MAX_THREADS_PER_BLOCK} per block"
         )
+    if grid_dim.size * block_dim.size > MAX_SIMULATED_THREADS:
+        raise ValueError(
+            f"grid={grid!r} of block={block!r} is {grid_dim.size * block_dim.size} threads; "
+            f"the simulator runs at most {MAX_SIMULATED_THREADS} in one launch"
+        )
     return grid_dim, block_dim
 
 
@@ -680,7 +694,8 @@ def launch(kernel: Callable[..., None], grid, block, *args) -> None:
         ``kernel(ctx, *args)``; ``ctx`` is a :class:`ThreadContext`. Writes its results
         into array arguments, as a CUDA kernel does.
     grid, block : int or tuple of int
-        Blocks in the grid and threads per block (at most 1024 threads per block).
+        Blocks in the grid and threads per block (at most 1024 threads per block, and
+        ``MAX_SIMULATED_THREADS``, 2**20, in all).
 
     Examples
     --------
@@ -899,7 +914,8 @@ def simulate(
         ``numba.cuda.jit`` would compile), or the dispatcher ``numba.cuda.jit`` returned.
         It refers to ``cuda`` (and may refer to ``float32``) as globals.
     grid, block : int or tuple of int
-        Blocks in the grid and threads per block (at most 1024 threads per block).
+        Blocks in the grid and threads per block (at most 1024 threads per block, and
+        ``MAX_SIMULATED_THREADS``, 2**20, in all).
     *args
         NumPy arrays (global memory; written in place, as on a GPU) and scalars. Addresses
         are counted from the start of each array's allocation, the end of its NumPy
@@ -993,6 +1009,12 @@ def thread_map(n: int, block: int) -> tuple[np.ndarray, np.ndarray]:
     """
     n = positive_int("n", n)
     block = positive_int("block", block)  # launch() checks the upper limit
+    threads = -(-n // block) * block
+    if threads > MAX_SIMULATED_THREADS:
+        raise ValueError(
+            f"n={n!r} elements in blocks of block={block!r} is {threads} threads; the "
+            f"simulator runs at most {MAX_SIMULATED_THREADS} in one launch"
+        )
     block_of = np.full(n, -1)
     thread_of = np.full(n, -1)
 

@@ -12,10 +12,22 @@ See also the chapter "Mini-batches" (``book/minibatches.md``) and its lab.
 
 from __future__ import annotations
 
+import math
 import time
 from numbers import Integral, Real
 
-from gpulab._checks import non_negative_int, non_negative_number, positive_int, wrong_type
+from gpulab._checks import (
+    MAX_ARRAY_BYTES,
+    MAX_RUN_TIME_S,
+    MAX_SAMPLES,
+    at_most,
+    non_negative_int,
+    non_negative_number,
+    positive_int,
+    wrong_type,
+)
+
+_MAX_SEED = 2**32 - 1  # as for gpulab.seed_everything
 
 __all__ = ["SyntheticDataset"]
 
@@ -30,16 +42,17 @@ class SyntheticDataset:
     Parameters
     ----------
     n : int
-        Number of samples.
+        Number of samples, at most ``MAX_SAMPLES`` (10**12).
     shape : tuple of int
-        Shape of one input sample.
+        Shape of one input sample, of float32 elements: at most ``MAX_ARRAY_BYTES`` (64 GiB).
     n_classes : int
         Labels are in ``range(n_classes)`` (at least 2).
     load_s : float
         Seconds each ``__getitem__`` waits before returning, simulating slow storage; 0 for
-        none. The wait does not use the CPU, like waiting for a disk or a network.
+        none. The wait does not use the CPU, like waiting for a disk or a network. At most
+        ``MAX_RUN_TIME_S`` (600 s).
     seed : int
-        Base seed (0 or more).
+        Base seed, from 0 to 2**32 - 1.
 
     Examples
     --------
@@ -54,19 +67,26 @@ class SyntheticDataset:
     def __init__(
         self, n: int, shape: tuple[int, ...], n_classes: int = 10, load_s: float = 0.0, seed=0
     ):
-        n = positive_int("n", n)
+        n = at_most("n", positive_int("n", n), MAX_SAMPLES, "samples of a dataset")
         if not isinstance(shape, (tuple, list)) or not all(
             isinstance(size, Real) and not isinstance(size, bool) for size in shape
         ):
             raise wrong_type("shape", shape, "a tuple of positive integers")
         if not shape or not all(isinstance(size, Integral) and size >= 1 for size in shape):
             raise ValueError(f"shape={shape!r} must be a non-empty tuple of positive integers")
+        sample_bytes = 4 * math.prod(shape)  # float32
+        if sample_bytes > MAX_ARRAY_BYTES:
+            raise ValueError(
+                f"shape={shape!r} is {sample_bytes} bytes of float32 per sample; at most "
+                f"{MAX_ARRAY_BYTES} (64 GiB)"
+            )
         n_classes = positive_int("n_classes", n_classes)
         if n_classes < 2:
             raise ValueError(f"n_classes={n_classes!r} must be an integer of at least 2")
         self.n, self.shape, self.n_classes = n, tuple(int(size) for size in shape), n_classes
         self.load_s = non_negative_number("load_s", load_s)
-        self.seed = non_negative_int("seed", seed)
+        at_most("load_s", self.load_s, MAX_RUN_TIME_S, "a sample's wait", unit="s")
+        self.seed = at_most("seed", non_negative_int("seed", seed), _MAX_SEED, "a seed")
 
     def __len__(self) -> int:
         return self.n

@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab._checks import (
+    MAX_RANKS,
+    at_most,
     choice,
     flag,
     fraction,
@@ -52,7 +54,7 @@ class DistPlan:
     backend : str
         ``"nccl"`` (several CUDA GPUs, one process each) or ``"gloo"`` (CPU processes).
     n_ranks : int
-        Processes to start on this machine.
+        Processes to start on this machine, at most ``MAX_RANKS`` (1024).
     device : str
         ``"cuda"`` or ``"cpu"``: where each process computes.
     reason : str
@@ -67,6 +69,7 @@ class DistPlan:
     def __post_init__(self) -> None:
         choice("backend", self.backend, ("nccl", "gloo"))
         positive_int("n_ranks", self.n_ranks)
+        at_most("n_ranks", self.n_ranks, MAX_RANKS, "processes of one job")
         choice("device", self.device, ("cuda", "cpu"))
         text("reason", self.reason)
 
@@ -170,7 +173,7 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
     Parameters
     ----------
     n_gpus : int, optional
-        Number of CUDA GPUs (0 or more); default ``torch.cuda.device_count()``.
+        Number of CUDA GPUs (0 to ``MAX_RANKS``, 1024); default ``torch.cuda.device_count()``.
 
     Examples
     --------
@@ -188,6 +191,7 @@ def dist_plan(n_gpus: int | None = None) -> DistPlan:
         except ImportError:
             n_gpus = 0
     n_gpus = non_negative_int("n_gpus", n_gpus)
+    at_most("n_gpus", n_gpus, MAX_RANKS, "GPUs of one machine, a rank each")
     if n_gpus >= 2:
         return DistPlan("nccl", n_gpus, "cuda", f"{n_gpus} CUDA GPUs: one NCCL rank each.")
     why = "One GPU cannot host two NCCL ranks" if n_gpus == 1 else "No CUDA GPU"
@@ -307,10 +311,6 @@ class LaunchResult:
 #: The longest timeout torchrun accepts: a week. Waiting on a process for much longer (about
 #: 24.8 days, 2**31 ms) overflows the operating system's poll() and raises after the start.
 _MAX_TIMEOUT_S = 7 * 86400.0
-
-#: The most processes torchrun may start: it runs on one machine, with one rank per GPU (8 on
-#: the largest boards) or per CPU core, and 128 covers the largest of either.
-_MAX_RANKS = 128
 
 _RANK_PREFIX = re.compile(r"^\[rank(\d+)\]:\s*")
 _ERROR_LINE = re.compile(r"^([A-Za-z_][\w.]*(?:Error|Exception|Interrupt)\b.*)$")
@@ -498,7 +498,7 @@ def torchrun(
         The training script; it reads ``RANK``/``WORLD_SIZE`` from the environment and
         calls ``torch.distributed.init_process_group`` itself, as under torchrun.
     n_ranks : int, optional
-        Processes to start, 1 to 128 (all on this machine); default :func:`dist_plan`'s
+        Processes to start, at most ``MAX_RANKS`` (1024); default :func:`dist_plan`'s
         choice (one per GPU, or 2 on CPU).
     args : sequence of str
         Arguments passed to the script (numbers and paths are written out with ``str``).
@@ -539,11 +539,7 @@ def torchrun(
         raise ValueError(f"timeout_s={timeout_s!r} must be at most {_MAX_TIMEOUT_S:g} s (7 days)")
     if n_ranks is not None:
         n_ranks = positive_int("n_ranks", n_ranks)
-        if n_ranks > _MAX_RANKS:
-            raise ValueError(
-                f"n_ranks={n_ranks!r} must be at most {_MAX_RANKS}: torchrun starts every rank "
-                f"on this machine, one per GPU or CPU core"
-            )
+        at_most("n_ranks", n_ranks, MAX_RANKS, "processes of one job")
     if (
         isinstance(args, (str, bytes))
         or not isinstance(args, Sequence)

@@ -16,7 +16,17 @@ import matplotlib as mpl
 import matplotlib.patches
 import numpy as np
 
-from gpulab._checks import axes, choice, finite_number, flag, positive_number, sentences, wrong_type
+from gpulab._checks import (
+    MAX_PLOTTED,
+    at_most,
+    axes,
+    choice,
+    finite_number,
+    flag,
+    positive_number,
+    sentences,
+    wrong_type,
+)
 from gpulab._checks import text as check_text
 from gpulab.hardware.specs import DeviceSpec, list_specs
 from gpulab.units import format_duration
@@ -188,7 +198,7 @@ def plot_measured_vs_predicted(
     Parameters
     ----------
     labels, values : sequences
-        One bar each.
+        One bar each; values at most ``MAX_PLOTTED`` (1e100).
     predicted : sequence of bool
         True where the value is a prediction rather than a measurement.
     unit : str
@@ -213,6 +223,7 @@ def plot_measured_vs_predicted(
             positive_number(f"values[{i}]", value)
         elif finite_number(f"values[{i}]", value) < 0:
             raise ValueError(f"values[{i}]={value!r} must be 0 or more")
+        at_most(f"values[{i}]", value, MAX_PLOTTED, "a number a figure's axis holds")
     for i, is_pred in enumerate(predicted):
         if not isinstance(is_pred, (bool, np.bool_)):
             raise wrong_type(f"predicted[{i}]", is_pred, "True or False")

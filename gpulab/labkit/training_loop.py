@@ -22,6 +22,9 @@ from dataclasses import dataclass, field
 from numbers import Real
 
 from gpulab._checks import (
+    MAX_EPOCHS,
+    MAX_STEPS,
+    at_most,
     choice,
     flag,
     non_negative_int,
@@ -57,24 +60,24 @@ class TrainStats:
     Attributes
     ----------
     steps : int
-        Optimizer steps taken, warm-up included.
+        Optimizer steps taken, warm-up included: at least one.
     samples : int
         Samples processed (each micro-batch's first dimension, summed), warm-up included.
     time_s : float
         Wall-clock seconds of the timed steps (after warm-up), read after synchronizing
         the device.
     losses : list of float
-        Loss of each optimizer step (the mean over its micro-batches).
+        Loss of each optimizer step (the mean over its micro-batches): one per step.
     warmup_steps : int
-        Steps run before the clock started.
+        Steps run before the clock started, at most ``steps``.
     warmup_samples : int
-        Samples processed in those steps.
+        Samples processed in those steps, at most ``samples``.
     warmup_time_s : float
         Seconds the warm-up steps took.
 
     Examples
     --------
-    >>> stats = TrainStats(steps=5, samples=160, time_s=0.5, losses=[2.3, 2.1],
+    >>> stats = TrainStats(steps=5, samples=160, time_s=0.5, losses=[2.5, 2.4, 2.3, 2.2, 2.1],
     ...                    warmup_steps=1, warmup_samples=32, warmup_time_s=0.4)
     >>> stats.timed_samples, stats.samples_per_s, stats.total_time_s, stats.final_loss
     (128, 256.0, 0.9, 2.1)
@@ -89,7 +92,8 @@ class TrainStats:
     warmup_time_s: float = 0.0
 
     def __post_init__(self) -> None:
-        for name in ("steps", "samples", "warmup_steps", "warmup_samples"):
+        positive_int("steps", self.steps)
+        for name in ("samples", "warmup_steps", "warmup_samples"):
             non_negative_int(name, getattr(self, name))
         non_negative_number("time_s", self.time_s)
         non_negative_number("warmup_time_s", self.warmup_time_s)
@@ -98,6 +102,23 @@ class TrainStats:
             isinstance(v, Real) and not isinstance(v, bool) for v in self.losses
         ):
             raise wrong_type("losses", self.losses, "a list of numbers")
+        self._check_consistent()
+
+    def _check_consistent(self) -> None:
+        if len(self.losses) != self.steps:
+            raise ValueError(
+                f"losses has {len(self.losses)} entries but steps={self.steps!r}: "
+                "a run records one loss per optimizer step"
+            )
+        if self.warmup_steps > self.steps:
+            raise ValueError(
+                f"warmup_steps={self.warmup_steps!r} must be at most steps={self.steps!r}"
+            )
+        if self.warmup_samples > self.samples:
+            raise ValueError(
+                f"warmup_samples={self.warmup_samples!r} must be at most "
+                f"samples={self.samples!r}"
+            )
 
     @property
     def timed_samples(self) -> int:
@@ -128,7 +149,7 @@ class TrainStats:
 
     @property
     def final_loss(self) -> float:
-        """Loss of the last optimizer step (NaN when no step was taken)."""
+        """Loss of the last optimizer step."""
         return self.losses[-1] if self.losses else math.nan
 
 
@@ -226,7 +247,7 @@ def train(
     loss_fn : callable, optional
         ``loss_fn(outputs, targets)``; :func:`torch.nn.functional.cross_entropy` by default.
     epochs : int
-        Passes over ``batches``.
+        Passes over ``batches``, at most ``MAX_EPOCHS`` (100 000).
     device : str or torch.device, optional
         Where to train; :func:`gpulab.best_device` by default.
     precision : {"fp32", "amp_bf16", "amp_fp16"}
@@ -234,7 +255,8 @@ def train(
         turn on mixed precision (``torch.autocast``; ``"amp_fp16"`` also a gradient scaler).
     accumulation_steps : int
         Micro-batches whose gradients are summed (each loss divided by this number)
-        before one optimizer step. A last, incomplete group in an epoch is stepped too.
+        before one optimizer step. A last, incomplete group in an epoch is stepped too. At
+        most ``MAX_STEPS`` (10**9).
     warmup_steps : int
         Optimizer steps that train but are not timed (see :class:`TrainStats`); the clock
         starts after them. 0 times every step.
@@ -277,7 +299,9 @@ def train(
     import torch.nn.functional as F
 
     positive_int("epochs", epochs)
+    at_most("epochs", epochs, MAX_EPOCHS, "passes of one training run")
     positive_int("accumulation_steps", accumulation_steps)
+    at_most("accumulation_steps", accumulation_steps, MAX_STEPS, "steps counted in one number")
     if max_steps is not None:
         positive_int("max_steps", max_steps)
     warmup_steps = non_negative_int("warmup_steps", warmup_steps)

@@ -246,11 +246,16 @@ def scaling_calculator(
     ipywidgets.VBox or None
         The controls and an output area showing the estimate (None without ipywidgets).
     """
-    from gpulab.costmodels.training_time import TIME_PRECISIONS, scaling_estimate
+    from gpulab.costmodels.training_time import (
+        TIME_PRECISIONS,
+        scaling_estimate,
+        training_flops_per_token,
+    )
     from gpulab.hardware.interconnects import list_interconnects
     from gpulab.hardware.specs import list_specs
 
     n_params = positive_number("n_params", n_params)
+    training_flops_per_token(n_params)  # refuses, by this name, a size whose FLOPs overflow
     first = scaling_estimate(
         n_params, spec, n_gpus, link, tokens_per_gpu=tokens_per_gpu, precision=precision,
         utilisation=utilisation, overlap=overlap,

@@ -21,6 +21,10 @@ from dataclasses import dataclass
 import numpy as np
 
 from gpulab._checks import (
+    MAX_REPEATS,
+    MAX_RUN_TIME_S,
+    MAX_THREADS,
+    at_most,
     choice,
     flag,
     non_negative_int,
@@ -159,19 +163,21 @@ def benchmark(
     label : str
         Name shown when the result is printed.
     min_run_time_s : float
-        Seconds of measurement to collect at least (``backend="torch"``).
+        Seconds of measurement to collect at least (``backend="torch"``), at most
+        ``MAX_RUN_TIME_S`` (600 s).
     warmup : int
         Calls made before timing starts (lazy initialisation, autotuning, caches), with the
-        same ``num_threads`` as the timed calls.
+        same ``num_threads`` as the timed calls; at most ``MAX_REPEATS``.
     num_threads : int, optional
-        CPU threads torch may use while warming up and timing; default: what torch uses now
+        CPU threads torch may use while warming up and timing (at most
+        ``MAX_THREADS``); default: what torch uses now
         (note that ``torch.utils.benchmark.Timer`` on its own would default to one thread).
         Restored afterwards.
     backend : {"torch", "cupy"}
         ``"torch"``: :class:`torch.utils.benchmark.Timer`, which synchronizes CUDA.
         ``"cupy"``: :func:`cupyx.profiler.benchmark`, which times on the GPU with CUDA events.
     repeats : int
-        Timed calls for ``backend="cupy"``.
+        Timed calls for ``backend="cupy"``, at most ``MAX_REPEATS``.
 
     Returns
     -------
@@ -191,12 +197,24 @@ def benchmark(
     if not callable(fn):
         raise TypeError(f"fn={fn!r} is not callable; pass a function, e.g. lambda: a @ b")
     choice("backend", backend, _BACKENDS)
-    min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
-    warmup = non_negative_int("warmup", warmup)
-    repeats = positive_int("repeats", repeats)
+    min_run_time_s = at_most(
+        "min_run_time_s",
+        positive_number("min_run_time_s", min_run_time_s),
+        MAX_RUN_TIME_S,
+        "a benchmark's longest run",
+        unit="s",
+    )
+    warmup = at_most(
+        "warmup", non_negative_int("warmup", warmup), MAX_REPEATS, "warm-up calls of a benchmark"
+    )
+    repeats = at_most(
+        "repeats", positive_int("repeats", repeats), MAX_REPEATS, "timed calls of a benchmark"
+    )
     text("label", label)
     if num_threads is not None:
-        num_threads = positive_int("num_threads", num_threads)
+        num_threads = at_most(
+            "num_threads", positive_int("num_threads", num_threads), MAX_THREADS, "CPU threads"
+        )
     if backend == "cupy":
         return _benchmark_cupy(fn, label, warmup, repeats)
 

@@ -18,7 +18,16 @@ from pathlib import Path
 
 import numpy as np
 
-from gpulab._checks import positive_int, positive_number, text, wrong_type
+from gpulab._checks import (
+    MAX_ARRAY_BYTES,
+    MAX_RUN_TIME_S,
+    at_most,
+    finite_result,
+    positive_int,
+    positive_number,
+    text,
+    wrong_type,
+)
 from gpulab.units import format_rate
 
 __all__ = ["CpuPeak", "cpu_model", "cpu_cores", "estimate_cpu_peak", "measure_memory_bandwidth"]
@@ -251,7 +260,9 @@ def estimate_cpu_peak(
         bits,
         fma_units,
         per_cycle,
-        cores * clock_hz * per_cycle,
+        finite_result(
+            cores * clock_hz * per_cycle, cores=cores, clock_hz=clock_hz, fma_units=fma_units
+        ),
         cores_basis,
         clock_basis,
     )
@@ -266,9 +277,11 @@ def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time_s: flo
     Parameters
     ----------
     array_bytes : int
-        Size of each of the two arrays; keep it several times the last-level cache.
+        Size of each of the two arrays; keep it several times the last-level cache (at most
+        ``MAX_ARRAY_BYTES``, 64 GiB).
     min_run_time_s : float
-        Seconds of repeated copying to take the median over.
+        Seconds of repeated copying to take the median over (at most ``MAX_RUN_TIME_S``,
+        600 s).
 
     Examples
     --------
@@ -281,7 +294,9 @@ def measure_memory_bandwidth(array_bytes: int = 256 * 2**20, min_run_time_s: flo
     array_bytes = positive_int("array_bytes", array_bytes)
     if array_bytes < 1024:
         raise ValueError(f"array_bytes={array_bytes} is too small to measure; use >= 1024")
+    at_most("array_bytes", array_bytes, MAX_ARRAY_BYTES, "bytes of one array")
     min_run_time_s = positive_number("min_run_time_s", min_run_time_s)
+    at_most("min_run_time_s", min_run_time_s, MAX_RUN_TIME_S, "one measurement's run", unit="s")
     src = np.ones(array_bytes // 8, dtype=np.float64)
     dst = np.empty_like(src)
     result = benchmark(lambda: np.copyto(dst, src), min_run_time_s=min_run_time_s)

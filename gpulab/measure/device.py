@@ -19,7 +19,15 @@ from dataclasses import dataclass, field
 from importlib import metadata
 from typing import TypeVar
 
-from gpulab._checks import choice, flag, non_negative_int, positive_int, text, wrong_type
+from gpulab._checks import (
+    MAX_DEVICE_INDEX,
+    choice,
+    flag,
+    non_negative_int,
+    positive_int,
+    text,
+    wrong_type,
+)
 from gpulab._checks import fraction as checked_fraction
 from gpulab.hardware.precision import TORCH_DTYPE_NAMES
 from gpulab.measure.cpu import cpu_cores, cpu_model
@@ -270,7 +278,8 @@ def torch_device(device=None, *, name: str = "device"):
     """The one check of a ``device=`` argument: a :class:`torch.device` for it.
 
     Accepts a :class:`torch.device` or a name torch understands of a kind in
-    :data:`DEVICE_KINDS` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``); None means
+    :data:`DEVICE_KINDS` (``"cpu"``, ``"cuda"``, ``"cuda:1"``, ``"mps"``; an index below
+    ``MAX_DEVICE_INDEX``, 128); None means
     :func:`best_device`. The device need not be present: ``"cuda"`` is a valid answer to
     "which device?" on a machine without one (the cost models size for it).
 
@@ -297,6 +306,11 @@ def torch_device(device=None, *, name: str = "device"):
             raise ValueError(
                 f"{name}={device!r} is not a device; use 'cpu', 'cuda', 'cuda:N', 'mps' "
                 "or a torch.device"
+            )
+        index = device.partition(":")[2]
+        if index and int(index) >= MAX_DEVICE_INDEX:
+            raise ValueError(
+                f"{name}={device!r}: a device index must be below {MAX_DEVICE_INDEX}"
             )
         import torch
 

@@ -30,7 +30,15 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from gpulab._checks import flag, positive_int, positive_number, text, wrong_type
+from gpulab._checks import (
+    MAX_RUN_TIME_S,
+    at_most,
+    flag,
+    positive_int,
+    positive_number,
+    text,
+    wrong_type,
+)
 from gpulab.hardware.specs import resolve_spec
 from gpulab.measure.device import torch_device
 from gpulab.units import format_duration
@@ -239,6 +247,7 @@ class EnergyMeter:
         warmup_fn: Callable[[], object] | None = None,
     ):
         interval_s = positive_number("interval_s", interval_s)
+        at_most("interval_s", interval_s, MAX_RUN_TIME_S, "a wait between samples", unit="s")
         if warmup_fn is not None and not callable(warmup_fn):
             raise wrong_type("warmup_fn", warmup_fn, "a callable taking no arguments, or None")
         if cores is not None:
@@ -497,7 +506,8 @@ def measure_energy(
     nvml : object, optional
         Stand-in for the ``pynvml`` module (tests pass a fake).
     interval_s : float
-        Seconds between power samples when the GPU has no energy counter.
+        Seconds between power samples when the GPU has no energy counter, at most
+        ``MAX_RUN_TIME_S`` (600 s).
     verbose : bool
         Print why a measurement was not possible and what an estimate assumes.
     warmup_fn : callable, optional
