@@ -396,6 +396,7 @@ def function(name: str, value, *, wanted: str = "a callable", optional: bool = F
         return None
     if not callable(value):
         raise wrong_type(name, value, f"{wanted}{' or None' if optional else ''}")
+    return value
 
 
 # ---------------------------------------------------------------------------- Upper limits
