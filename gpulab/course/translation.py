@@ -174,6 +174,21 @@ def _kept(text: str) -> Counter:
     return kept
 
 
+def _emphasis(text: str) -> tuple[int, int, int]:
+    """(bold spans, italic spans, asterisks left showing) of ``text``, rendered by the
+    CommonMark rules MyST follows (roles and code spans left out).
+
+    Next to Chinese text a ``**`` can silently stop being emphasis: ``**时间。**训练`` shows
+    its asterisks, because a closing ``**`` after punctuation must be followed by a space or
+    punctuation, which a Chinese character is not.
+    """
+    from markdown_it import MarkdownIt
+
+    plain = _CODE.sub("x", _ROLE.sub("x", text))
+    rendered = MarkdownIt("commonmark").renderInline(plain)
+    return rendered.count("<strong>"), rendered.count("<em>"), rendered.count("*")
+
+
 def check_message(
     msgid: str, msgstr: str, terms: dict[str, tuple[str, ...]], page: str = ""
 ) -> list[Problem]:
@@ -195,6 +210,10 @@ def check_message(
     []
     >>> [p.what for p in check_message("A {term}`warp` runs `x`.", "一个线程束运行 x。", terms)]
     ['missing code `x`', '{term}`warp`: the translation has no {term} role for it']
+    >>> [p.what[:15] for p in check_message("**Time.** Go.", "**时间。**出发。", terms)]
+    ['emphasis lost: ']
+    >>> check_message("**Time.** Go.", "**时间。** 出发。", terms)
+    []
     """
     problems = []
     english, chinese = _kept(msgid), _kept(msgstr)
@@ -204,6 +223,16 @@ def check_message(
     for item in chinese:
         if item not in english:
             problems.append(Problem(page, msgid, f"not in the English: {item}"))
+    if "*" in msgid or "*" in msgstr:
+        bold, italic, shown = _emphasis(msgid)
+        zh_bold, zh_italic, zh_shown = _emphasis(msgstr)
+        if zh_bold < bold or zh_italic < italic or zh_shown > shown:
+            problems.append(Problem(
+                page, msgid, f"emphasis lost: {bold} bold and {italic} italic spans in the "
+                f"English, {zh_bold} and {zh_italic} in the translation, with {zh_shown} "
+                "asterisks showing (a ** after punctuation needs a space before a Chinese "
+                "character)"
+            ))  # fmt: skip
     translated_terms = [(shown, target.lower()) for name, shown, target in _roles(msgstr)
                         if name == "term"]  # fmt: skip
     for name, _shown, target in _roles(msgid):
