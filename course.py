@@ -61,11 +61,11 @@ INSTRUCTOR_OUTPUT = ROOT / "_build" / "instructor"  # jupyter-book adds _build/h
 SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
 # The Chinese edition (locale/README.md): built with its own copy of _config.yml into
 # _build/zh/_build/html, then copied into the English output as _build/html/zh.
-EDITION_CONFIG = ROOT / "_config.edition.yml"
 ZH_OUTPUT = ROOT / "_build" / "zh"
 ZH_HTML = ROOT / "_build" / "html" / "zh"
 ZH_LANGUAGE = "zh_CN"
 GETTEXT_OUTPUT = ROOT / "_build" / "i18n"  # jupyter-book adds _build/gettext below it
+GETTEXT_TEMPLATES = GETTEXT_OUTPUT / "_build" / "gettext"
 EDITIONS = ("en", "zh", "both")
 TORCH_CPU_INDEX = "https://download.pytorch.org/whl/cpu"
 INSTALL_TIMEOUT_S = 3600
@@ -562,15 +562,23 @@ def jupyter_book_command(python: Path) -> list:
     return [python, "-c", code, "build", ROOT, "--warningiserror", "--nitpick", "--keep-going"]
 
 
+def edition_config_path(output: Path) -> Path:
+    """Where the configuration of a build into ``output`` is written while it runs: beside
+    _config.yml (its relative paths, such as local_extensions, are resolved from its folder),
+    one file per output, so that two builds at once do not share one."""
+    return ROOT / f"_config.{output.name}.yml"
+
+
 def _with_config(config: dict, command: list, output: Path) -> int:
     """Build with ``command`` and ``config`` written beside _config.yml, into ``output``."""
     import yaml  # installed with jupyter-book, which a build needs anyway
 
-    EDITION_CONFIG.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    path = edition_config_path(output)
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
     try:
-        return run_build([*command, "--config", EDITION_CONFIG, "--path-output", output])
+        return run_build([*command, "--config", path, "--path-output", output])
     finally:
-        EDITION_CONFIG.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
 
 
 def _config() -> dict:
@@ -591,34 +599,46 @@ def build_chinese(python: Path) -> int:
     return code
 
 
-def update_translations(python: Path) -> int:
-    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl)."""
+def extract_messages(python: Path) -> int:
+    """The English messages as gettext templates in _build/i18n/_build/gettext, one per page,
+    plus ``ui.pot`` for the sentences the book's extensions write (the live calculators).
+
+    Nothing is executed: only what authors wrote is extracted (a cell's output is not
+    offered for translation, ``book/_ext/generated_text.py``), so warnings about values the
+    cells would have glued do not matter here.
+    """
     say("extracting the English messages (gettext) into _build/i18n/_build/gettext")
     config = edition_config(_config(), "en")
-    command = [*jupyter_book_command(python), "--builder", "custom", "--custom-builder",
+    config["execute"] = {**config["execute"], "execute_notebooks": "off"}
+    code = "from jupyter_book.cli.main import main; main()"
+    command = [python, "-c", code, "build", ROOT, "--builder", "custom", "--custom-builder",
                "gettext"]  # fmt: skip
-    code = _with_config(config, command, GETTEXT_OUTPUT)
-    if code != 0:
-        return code
-    pot = GETTEXT_OUTPUT / "_build" / "gettext"
-    # The sentences and labels the book's extensions write into pages (the live calculators).
+    status = _with_config(config, command, GETTEXT_OUTPUT)
+    if status != 0:
+        return status
     ui = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from live_calculators import ui_messages\n"
         "from gpulab.course.translation import write_template\n"
         "write_template(ui_messages(), sys.argv[2])\n"
     )
-    code = run([python, "-c", ui, ROOT / "book" / "_ext", pot / "ui.pot"], BUILD_TIMEOUT_S,
-               check=False)  # fmt: skip
+    return run([python, "-c", ui, ROOT / "book" / "_ext", GETTEXT_TEMPLATES / "ui.pot"],
+               BUILD_TIMEOUT_S, check=False)  # fmt: skip
+
+
+def update_translations(python: Path) -> int:
+    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl)."""
+    code = extract_messages(python)
     if code != 0:
         return code
     say("merging them into locale/zh_CN: changed messages become fuzzy (shown in English)")
     update = "from sphinx_intl.commands import main; main()"
     return run(
-        [python, "-c", update, "update", "-p", pot, "-l", ZH_LANGUAGE, "-d", ROOT / "locale"],
+        [python, "-c", update, "update", "-p", GETTEXT_TEMPLATES, "-l", ZH_LANGUAGE, "-d",
+         ROOT / "locale"],
         BUILD_TIMEOUT_S,
         check=False,
-    )
+    )  # fmt: skip
 
 
 def build(python: Path, solutions_open: bool = False, edition: str = "both") -> int:

@@ -6,8 +6,10 @@ repository root groups them), so the book is built once.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
+import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass
@@ -28,11 +30,17 @@ except ImportError:  # Windows: the xdist group alone keeps the build on one wor
 
 @dataclass(frozen=True)
 class BookBuild:
-    """The outcome of ``jupyter-book build``: exit code, log and the HTML folder."""
+    """The outcome of ``jupyter-book build``: exit code, log and the HTML folder.
+
+    ``zh_returncode`` and ``zh_log`` are the Chinese edition's, built after the English one
+    into ``html / "zh"`` as ``python3 course.py build`` does (None when the English failed).
+    """
 
     returncode: int
     log: str
     html: Path
+    zh_returncode: int | None = None
+    zh_log: str = ""
 
 
 def _jupyter_book() -> list[str]:
@@ -45,20 +53,50 @@ def root() -> Path:
     return ROOT
 
 
-def _build_book() -> BookBuild:
-    cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going"]
+def _course():
+    """``course.py`` as a module (its edition settings are the build's own)."""
+    spec = importlib.util.spec_from_file_location("course_for_tests", ROOT / "course.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def _jupyter_book_run(extra: list[str]) -> subprocess.CompletedProcess:
+    cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going", *extra]
     env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")
     # Kernel specs launch "python" from PATH: make it this interpreter, as course.py does.
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + env.get("PATH", "")
-    proc = subprocess.run(
-        cmd,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=BOOK_BUILD_TIMEOUT_S,
-        env=env,
+    return subprocess.run(
+        cmd, cwd=ROOT, capture_output=True, text=True, timeout=BOOK_BUILD_TIMEOUT_S, env=env
     )
-    return BookBuild(proc.returncode, proc.stdout + proc.stderr, ROOT / "_build" / "html")
+
+
+def _build_chinese(course) -> subprocess.CompletedProcess:
+    """The Chinese edition, as ``python3 course.py build`` makes it, into _build/html/zh."""
+    import yaml
+
+    config = course.edition_config(course._config(), course.ZH_LANGUAGE)
+    path = course.edition_config_path(course.ZH_OUTPUT)
+    path.write_text(yaml.safe_dump(config, allow_unicode=True), "utf-8")
+    try:
+        proc = _jupyter_book_run(["--config", str(path), "--path-output", str(course.ZH_OUTPUT)])
+    finally:
+        path.unlink(missing_ok=True)
+    shutil.rmtree(course.ZH_HTML, ignore_errors=True)
+    if proc.returncode == 0:
+        shutil.copytree(course.ZH_OUTPUT / "_build" / "html", course.ZH_HTML)
+    return proc
+
+
+def _build_book() -> BookBuild:
+    proc = _jupyter_book_run([])
+    html = ROOT / "_build" / "html"
+    if proc.returncode != 0:
+        return BookBuild(proc.returncode, proc.stdout + proc.stderr, html)
+    zh = _build_chinese(_course())
+    return BookBuild(
+        proc.returncode, proc.stdout + proc.stderr, html, zh.returncode, zh.stdout + zh.stderr
+    )
 
 
 @pytest.fixture(scope="session")
@@ -78,7 +116,7 @@ def book_build(tmp_path_factory) -> BookBuild:
             fcntl.flock(lock, fcntl.LOCK_EX)
         if outcome.is_file():
             saved = json.loads(outcome.read_text(encoding="utf-8"))
-            return BookBuild(saved["returncode"], saved["log"], Path(saved["html"]))
+            return BookBuild(**{**saved, "html": Path(saved["html"])})
         build = _build_book()
         outcome.write_text(json.dumps({**asdict(build), "html": str(build.html)}), "utf-8")
         return build

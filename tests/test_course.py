@@ -34,8 +34,9 @@ def commands(course, monkeypatch):
     ran = []
 
     def record(cmd):
-        written = [c for c in (course.INSTRUCTOR_CONFIG, course.EDITION_CONFIG) if c.exists()]
-        ran.append(([str(c) for c in cmd], written[0].read_text() if written else None))
+        cmd = [str(c) for c in cmd]
+        config = course.Path(cmd[cmd.index("--config") + 1]) if "--config" in cmd else None
+        ran.append((cmd, config.read_text() if config is not None else None))
 
     def fake_run_logged(cmd, timeout):  # the book builds
         record(cmd)
@@ -59,7 +60,9 @@ def test_default_build_is_the_readers_build_in_both_languages(course, commands):
     assert english[3:] == strict and config is None
     # The Chinese edition: the same strict build, with an override and its own output.
     assert chinese[3:8] == strict
-    assert chinese[chinese.index("--config") + 1] == str(course.EDITION_CONFIG)
+    config_path = course.edition_config_path(course.ZH_OUTPUT)
+    assert chinese[chinese.index("--config") + 1] == str(config_path)
+    assert config_path.parent == course.ROOT  # beside _config.yml: its paths resolve from there
     assert chinese[chinese.index("--path-output") + 1] == str(course.ZH_OUTPUT)
     zh = yaml.safe_load(zh_text)
     assert zh["sphinx"]["config"]["language"] == "zh_CN"
@@ -68,7 +71,7 @@ def test_default_build_is_the_readers_build_in_both_languages(course, commands):
     readers = yaml.safe_load((course.ROOT / "_config.yml").read_text())
     assert zh["sphinx"]["local_extensions"] == readers["sphinx"]["local_extensions"]
     assert zh["sphinx"]["config"]["locale_dirs"] == ["locale/"]
-    assert not course.EDITION_CONFIG.exists(), "the temporary config is removed"
+    assert not config_path.exists(), "the temporary config is removed"
 
 
 @pytest.mark.parametrize("edition", ["en", "zh"])
@@ -81,10 +84,13 @@ def test_one_edition_only(course, commands, edition):
 def test_the_catalogues_are_refreshed_from_a_gettext_build(course, commands):
     assert course.update_translations(course.Path(sys.executable)) == 0
     (extract, config), (ui, _), (merge, _) = commands
-    assert ui[-1] == str(course.GETTEXT_OUTPUT / "_build" / "gettext" / "ui.pot")
+    assert ui[-1] == str(course.GETTEXT_TEMPLATES / "ui.pot")
     assert extract[extract.index("--custom-builder") + 1] == "gettext"
     assert extract[extract.index("--path-output") + 1] == str(course.GETTEXT_OUTPUT)
-    assert yaml.safe_load(config)["sphinx"]["config"]["gettext_compact"] is False
+    assert "--warningiserror" not in extract  # glue warnings: nothing is executed
+    settings = yaml.safe_load(config)
+    assert settings["sphinx"]["config"]["gettext_compact"] is False
+    assert settings["execute"]["execute_notebooks"] == "off"
     assert merge[merge.index("-l") + 1] == "zh_CN"
     assert merge[merge.index("-d") + 1] == str(course.ROOT / "locale")
 
