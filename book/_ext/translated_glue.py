@@ -1,15 +1,31 @@
 """Glued values in translated text: ``{glue:text}`key``` works in a Chinese paragraph too.
 
 MyST-NB resolves a ``{glue:...}`` role from the glue data of the notebook being parsed. Sphinx
-parses each translated message on its own, as a small document of its own, so a translated
-paragraph that keeps ``{glue:text}`r50_params:,d``` (as it must: the value is computed) finds
-no glue data and loses the value. MyST-NB writes each page's glue data to its output folder
-(``<page>.glue.json``) while it parses the page, before translations are applied; this
-extension lets MyST-NB's lookup fall back to that file for the page being read. Only the
-lookup is extended; what MyST-NB does with the data is unchanged.
+parses each translated message on its own, as a small Markdown document without a notebook,
+so a translated paragraph that keeps ``{glue:text}`r50_params:,d``` (as it must: the value
+is computed) finds no glue data and loses the value. MyST-NB writes each page's glue data to
+its output folder (``<page>.glue.json``) while it parses the page, before translations are
+applied; this extension lets MyST-NB's lookup fall back to that file for the page being read.
+A glued number is then formatted as in the English page; glued Markdown (``{glue:md}``, the
+course's are plain phrases such as a list of GPU names) is pasted as its text.
 """
 
 from __future__ import annotations
+
+from docutils import nodes
+
+
+class _PlainMarkdown:
+    """Stands in for MyST-NB's notebook renderer where a translated message has none: it
+    pastes glued Markdown as plain text."""
+
+    class renderer:  # noqa: N801 - the attribute path MyST-NB reads
+        class nb_config:  # noqa: N801
+            cell_metadata_key = "mystnb"
+
+    @staticmethod
+    def render_markdown_inline(mime) -> list:
+        return [nodes.inline(mime.content, mime.content, classes=["pasted-text"])]
 
 
 def _with_page_fallback(lookup, error, read_cache, variable_output):
@@ -18,7 +34,7 @@ def _with_page_fallback(lookup, error, read_cache, variable_output):
             return lookup(document, key)
         except error:
             env = getattr(document.settings, "env", None)
-            if env is None or "nb_renderer" not in document:
+            if env is None:
                 raise
             saved = read_cache(env.mystnb_config.output_folder, env.docname)
             if key not in saved:
@@ -26,7 +42,7 @@ def _with_page_fallback(lookup, error, read_cache, variable_output):
             return variable_output(
                 data=saved[key]["data"],
                 metadata=saved[key].get("metadata", {}),
-                nb_renderer=document["nb_renderer"],
+                nb_renderer=document.get("nb_renderer") or _PlainMarkdown(),
                 vtype="glue",
             )
 
