@@ -57,6 +57,7 @@ def _course():
     """``course.py`` as a module (its edition settings are the build's own)."""
     spec = importlib.util.spec_from_file_location("course_for_tests", ROOT / "course.py")
     module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
     spec.loader.exec_module(module)
     return module
 

@@ -1,0 +1,166 @@
+"""The Chinese edition's catalogues: complete, in step with the English text, and faithful.
+
+Every page of the book has a catalogue in ``locale/zh_CN/LC_MESSAGES`` (``locale/README.md``).
+These tests fail, and list the messages with their page, when
+
+* a message is untranslated or fuzzy (the Chinese page would show it in English);
+* the catalogues do not hold the English text as it is now (``python3 course.py
+  translations`` was not run after an English change, so the edition cannot show it);
+* a translation drops or changes a code span, math, a link target, a cross-reference's target
+  or a glued value, shows a glossary term without its Chinese form, or loses emphasis;
+* the live calculators' sentences and labels (``ui.po``) are not all translated.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from gpulab.course.translation import (
+    LOCALE_DIR,
+    catalogue_paths,
+    check_catalogue,
+    check_message,
+    coverage,
+    glossary_terms,
+    ui_table,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _toc_pages(root: Path) -> list[str]:
+    toc = yaml.safe_load((root / "_toc.yml").read_text(encoding="utf-8"))
+    found = [toc["root"]]
+    for part in toc.get("parts", []):
+        found += [chapter["file"] for chapter in part.get("chapters", [])]
+    return found
+
+
+def _page(path: Path) -> str:
+    return path.relative_to(ROOT / LOCALE_DIR).with_suffix("").as_posix()
+
+
+def _ids(path: Path) -> set[str]:
+    from babel.messages.pofile import read_po
+
+    with open(path, "rb") as handle:
+        return {m.id for m in read_po(handle) if m.id}
+
+
+def test_every_page_of_the_book_has_a_catalogue(root):
+    catalogued = {_page(p) for p in catalogue_paths(root)}
+    missing = [page for page in _toc_pages(root) if page not in catalogued]
+    assert not missing, f"no catalogue for {missing}: run python3 course.py translations"
+
+
+def test_every_message_is_translated_and_none_is_fuzzy(root):
+    report, missing = [], []
+    for path in catalogue_paths(root):
+        cov = coverage(path)
+        report.append(f"{cov.page}: {cov.translated}/{cov.messages} ({cov.fraction:.0%})")
+        if cov.translated < cov.messages:
+            from babel.messages.pofile import read_po
+
+            with open(path, "rb") as handle:
+                left = [m for m in read_po(handle) if m.id and (not m.string or m.fuzzy)]
+            missing += [f"{cov.page}: {'fuzzy' if m.fuzzy else 'new'}: {m.id[:80]!r}"
+                        for m in left]  # fmt: skip
+    print("translation coverage per page:\n  " + "\n  ".join(report))
+    assert not missing, (
+        "messages the Chinese edition shows in English (translate them, then remove any "
+        "'#, fuzzy' line):\n" + "\n".join(missing)
+    )
+
+
+def test_translations_keep_what_must_not_change(root):
+    terms = glossary_terms(root / "book" / "glossary.md")
+    problems = [str(p) for path in catalogue_paths(root) for p in check_catalogue(path, terms)]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_checks_find_each_kind_of_broken_translation():
+    terms = glossary_terms(ROOT / "book" / "glossary.md")
+    english = (
+        "A {term}`warp` reads `x[i]` at $b$ GB/s ({glue:text}`bw:.0f`); see {doc}`kernels` "
+        "and [the guide](https://example.org/guide). **Fast.** Done."
+    )
+    good = (
+        "一个{term}`线程束 <warp>`以 $b$ GB/s（{glue:text}`bw:.0f`）读取 `x[i]`；参见 "
+        "{doc}`kernels` 和[指南](https://example.org/guide)。**很快**。完成。"
+    )
+    assert check_message(english, good, terms) == []
+    broken = {
+        "missing code `x[i]`": good.replace("`x[i]`", "x[i]"),
+        "missing math $b$": good.replace("$b$", "b"),
+        "missing role {glue:text}`bw:.0f`": good.replace("{glue:text}`bw:.0f`", "42"),
+        "missing {doc} target kernels": good.replace("{doc}`kernels`", "核函数一章"),
+        "missing link target https://example.org/guide": good.replace(
+            "(https://example.org/guide)", "(https://example.org/other)"
+        ),
+        "must show the glossary's Chinese term": good.replace("线程束 <warp>", "warp <warp>"),
+        "has no {term} role": good.replace("{term}`线程束 <warp>`", "线程束"),
+        "emphasis lost": good.replace("**很快**。完成", "**很快。**完成"),
+    }
+    for what, translation in broken.items():
+        found = [p.what for p in check_message(english, translation, terms)]
+        assert any(what in f for f in found), (what, found)
+
+
+def test_glossary_terms_are_read_for_every_entry(root):
+    terms = glossary_terms(root / "book" / "glossary.md")
+    text = (root / "book" / "glossary.md").read_text(encoding="utf-8")
+    block = text.split("```{glossary}", 1)[1].split("```", 1)[0]
+    headwords = [line for line in block.splitlines() if line and not line.startswith(" ")]
+    assert len(terms) == len(headwords) > 90
+    assert terms["warp"] == ("线程束",) and terms["cuda"] == ("统一计算设备架构", "CUDA")
+
+
+def _course():
+    spec = importlib.util.spec_from_file_location("course_for_translations", ROOT / "course.py")
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up by name
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def templates(root) -> Path:
+    """The English messages as they are now: ``python3 course.py translations``'s extraction."""
+    course = _course()
+    assert course.extract_messages(Path(sys.executable)) == 0, "the extraction failed"
+    return course.GETTEXT_TEMPLATES
+
+
+def test_the_catalogues_hold_the_english_text_as_it_is_now(root, templates):
+    out_of_step = []
+    for template in sorted(templates.rglob("*.pot")):
+        page = template.relative_to(templates).with_suffix("").as_posix()
+        catalogue = root / LOCALE_DIR / f"{page}.po"
+        english = _ids(template)
+        held = _ids(catalogue) if catalogue.is_file() else set()
+        out_of_step += [f"{page}: new English text: {m[:80]!r}" for m in sorted(english - held)]
+        out_of_step += [f"{page}: no longer in the English: {m[:80]!r}"
+                        for m in sorted(held - english)]  # fmt: skip
+    assert not out_of_step, (
+        "run python3 course.py translations, then translate what it marks:\n"
+        + "\n".join(out_of_step)
+    )
+
+
+def test_the_calculators_speak_chinese(root):
+    sys.path.insert(0, str(root / "book" / "_ext"))
+    try:
+        from live_calculators import translator, ui_messages
+    finally:
+        sys.path.remove(str(root / "book" / "_ext"))
+    table = ui_table(root / LOCALE_DIR / "ui.po")
+    missing = [m for m in ui_messages() if m not in table]
+    assert not missing, f"untranslated in ui.po: {missing}"
+    _ = translator("zh_CN")
+    assert _("Roofline explorer") == "屋顶线模型探索器"
+    assert translator("en")("Roofline explorer") == "Roofline explorer"
