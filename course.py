@@ -64,6 +64,7 @@ SOLUTIONS_OPEN_SELECTOR = ".toggle, .admonition.dropdown:not(.solution)"
 ZH_OUTPUT = ROOT / "_build" / "zh"
 ZH_HTML = ROOT / "_build" / "html" / "zh"
 ZH_LANGUAGE = "zh_CN"
+ZH_TITLE = "gpulab：GPU 如何加速深度学习训练"
 GETTEXT_OUTPUT = ROOT / "_build" / "i18n"  # jupyter-book adds _build/gettext below it
 GETTEXT_TEMPLATES = GETTEXT_OUTPUT / "_build" / "gettext"
 EDITIONS = ("en", "zh", "both")
@@ -550,11 +551,13 @@ def edition_config(config: dict, language: str) -> dict:
     """
     sphinx = dict(config.get("sphinx") or {})
     extra = {"language": language}
+    titled = {}
     if language.startswith("zh"):
         extra["html_search_language"] = "zh"
+        titled["title"] = ZH_TITLE
     sphinx["config"] = {**(sphinx.get("config") or {}), **extra}
     execute = {**(config.get("execute") or {}), "cache": str(BUILD_CACHE)}
-    return {**config, "sphinx": sphinx, "execute": execute}
+    return {**config, **titled, "sphinx": sphinx, "execute": execute}
 
 
 def jupyter_book_command(python: Path) -> list:

@@ -5,7 +5,8 @@ The Chinese edition (``locale/README.md``) translates what authors wrote. A cell
 whenever a lab is re-recorded or the package changes; translated, it would go stale without
 anyone seeing it. So every text node inside a cell's output is marked not translatable before
 Sphinx extracts or applies translations, and each Chinese page with outputs says that such
-text is in English (``language_switch``).
+text is in English (``language_switch``). A figure's caption and legend are the exception:
+the author writes them in the cell's metadata, and they are translated like any prose.
 """
 
 from __future__ import annotations
@@ -28,7 +29,17 @@ class KeepGeneratedTextUntranslated(SphinxTransform):
             if container.get("nb_element") != OUTPUT_ELEMENT:
                 continue
             for node in container.findall(nodes.TextElement):
-                node["translatable"] = False
+                if not _in_caption(node, container):
+                    node["translatable"] = False
+
+
+def _in_caption(node: nodes.Node, container: nodes.Element) -> bool:
+    """Whether ``node`` is (in) a figure's caption or legend, below ``container``."""
+    while node is not None and node is not container:
+        if isinstance(node, nodes.caption | nodes.legend):
+            return True
+        node = node.parent
+    return False
 
 
 def setup(app):

@@ -68,6 +68,26 @@ def _switch(app, pagename, templatename, context, doctree) -> None:
     )
 
 
+def _translate_toc_captions(app, doctree) -> None:
+    """Translate the captions of the table of contents' parts ("Foundations", ...).
+
+    sphinx-external-toc adds the toctrees after Sphinx has applied the page's translations,
+    so their captions are looked up here, in the same catalogue (the root page's).
+    """
+    if not is_chinese(app.config.language):
+        return
+    from sphinx import addnodes
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    domain = docname_to_domain(app.env.docname, app.config.gettext_compact)
+    dirs = [str(Path(app.srcdir) / d) for d in app.config.locale_dirs]
+    catalogue, _found = init_locale(dirs, app.config.language, domain)
+    for toctree in doctree.findall(addnodes.toctree):
+        if toctree.get("caption"):
+            toctree["caption"] = toctree["rawcaption"] = catalogue.gettext(toctree["caption"])
+
+
 def _add_static(app) -> None:
     if str(STATIC) not in map(str, app.config.html_static_path):
         app.config.html_static_path.append(str(STATIC))
@@ -76,5 +96,7 @@ def _add_static(app) -> None:
 def setup(app):
     app.connect("builder-inited", _add_static)
     app.connect("html-page-context", _switch)
+    # After sphinx-external-toc has inserted the toctrees (its handler has the default 500).
+    app.connect("doctree-read", _translate_toc_captions, priority=900)
     app.add_css_file("language-switch.css")
     return {"parallel_read_safe": True, "parallel_write_safe": True}
