@@ -606,16 +606,15 @@ def extract_messages(python: Path) -> int:
     """The English messages as gettext templates in _build/i18n/_build/gettext, one per page,
     plus ``ui.pot`` for the sentences the book's extensions write (the live calculators).
 
-    Nothing is executed: only what authors wrote is extracted (a cell's output is not
-    offered for translation, ``book/_ext/generated_text.py``), so warnings about values the
-    cells would have glued do not matter here.
+    Only what authors wrote is extracted (a cell's output is not offered for translation,
+    ``book/_ext/generated_text.py``, but a figure's caption is), from the chapters as the
+    English build ran them: its execution cache is reused.
     """
     say("extracting the English messages (gettext) into _build/i18n/_build/gettext")
     config = edition_config(_config(), "en")
-    config["execute"] = {**config["execute"], "execute_notebooks": "off"}
     code = "from jupyter_book.cli.main import main; main()"
-    command = [python, "-c", code, "build", ROOT, "--builder", "custom", "--custom-builder",
-               "gettext"]  # fmt: skip
+    command = [python, "-c", code, "build", ROOT, "--keep-going", "--builder", "custom",
+               "--custom-builder", "gettext"]  # fmt: skip
     status = _with_config(config, command, GETTEXT_OUTPUT)
     if status != 0:
         return status

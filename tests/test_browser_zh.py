@@ -7,6 +7,8 @@ calculator is seen labelled and ready in Chinese, and the page is seen set in a 
 installs one, ``.ci/run``).
 """
 
+# ruff: noqa: F811 - the fixtures imported from test_browser are the tests' parameters
+
 from __future__ import annotations
 
 import shutil
@@ -15,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import test_browser as en
-from test_browser import (  # noqa: F401  (fixtures used by the tests below)
+from test_browser import (  # noqa: F401 - fixtures, used as the tests' parameters
     STEP_TIMEOUT_MS,
     _offline_context,
     base_url,

@@ -129,8 +129,11 @@ def _course():
 
 
 @pytest.fixture(scope="module")
-def templates(root) -> Path:
-    """The English messages as they are now: ``python3 course.py translations``'s extraction."""
+def templates(root, book_build) -> Path:
+    """The English messages as they are now: ``python3 course.py translations``'s extraction.
+
+    After the book build (and on its worker), whose execution cache it reuses.
+    """
     course = _course()
     assert course.extract_messages(Path(sys.executable)) == 0, "the extraction failed"
     return course.GETTEXT_TEMPLATES
