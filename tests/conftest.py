@@ -62,6 +62,12 @@ def _course():
     return module
 
 
+@pytest.fixture(scope="session")
+def course_module():
+    """``course.py`` as a module: its settings and commands, as the README's commands run them."""
+    return _course()
+
+
 def _jupyter_book_run(extra: list[str]) -> subprocess.CompletedProcess:
     cmd = [*_jupyter_book(), str(ROOT), "--warningiserror", "--nitpick", "--keep-going", *extra]
     env = dict(os.environ, PYTHONWARNINGS="ignore::DeprecationWarning")

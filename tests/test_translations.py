@@ -13,7 +13,6 @@ These tests fail, and list the messages with their page, when
 
 from __future__ import annotations
 
-import importlib.util
 import sys
 from pathlib import Path
 
@@ -120,23 +119,14 @@ def test_glossary_terms_are_read_for_every_entry(root):
     assert terms["warp"] == ("线程束",) and terms["cuda"] == ("统一计算设备架构", "CUDA")
 
 
-def _course():
-    spec = importlib.util.spec_from_file_location("course_for_translations", ROOT / "course.py")
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up by name
-    spec.loader.exec_module(module)
-    return module
-
-
 @pytest.fixture(scope="module")
-def templates(root, book_build) -> Path:
+def templates(root, book_build, course_module) -> Path:
     """The English messages as they are now: ``python3 course.py translations``'s extraction.
 
     After the book build (and on its worker), whose execution cache it reuses.
     """
-    course = _course()
-    assert course.extract_messages(Path(sys.executable)) == 0, "the extraction failed"
-    return course.GETTEXT_TEMPLATES
+    assert course_module.extract_messages(Path(sys.executable)) == 0, "the extraction failed"
+    return course_module.GETTEXT_TEMPLATES
 
 
 def test_the_catalogues_hold_the_english_text_as_it_is_now(root, templates):

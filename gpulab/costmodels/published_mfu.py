@@ -20,15 +20,13 @@ are compared as published.
 
 from __future__ import annotations
 
-import csv
 import functools
-import os
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
-from importlib import resources
 
 from gpulab._checks import choice, fraction, positive_int, text, wrong_type
+from gpulab.costmodels.published_runs import checked_path, csv_rows, sequence_of
 from gpulab.hardware.specs import resolve_spec
 
 __all__ = [
@@ -97,14 +95,8 @@ class ReportedMfuRun:
 
 @functools.cache
 def _file_runs(path: str | None) -> tuple[ReportedMfuRun, ...]:
-    if path is None:
-        data = resources.files("gpulab").joinpath("data/published_mfu.csv")
-        content = data.read_text(encoding="utf-8")
-    else:
-        with open(path, encoding="utf-8") as handle:
-            content = handle.read()
     runs = []
-    for row in csv.DictReader(content.splitlines()):
+    for row in csv_rows(path, "data/published_mfu.csv"):
         for key in _INTEGER_COLUMNS:
             row[key] = int(row[key])
         for key in _FLOAT_COLUMNS:
@@ -128,9 +120,7 @@ def published_mfu_runs(path=None) -> tuple[ReportedMfuRun, ...]:
     >>> run.model, run.n_gpus, run.mfu
     ('Llama 3 405B', 8192, 0.43)
     """
-    if path is not None and not isinstance(path, str | os.PathLike):
-        raise wrong_type("path", path, "a path or None")
-    return _file_runs(None if path is None else os.fspath(path))
+    return _file_runs(checked_path(path))
 
 
 @dataclass(frozen=True)
@@ -174,14 +164,7 @@ class MfuLeaveOneOut:
 
 
 def _as_runs(runs) -> tuple[ReportedMfuRun, ...]:
-    if runs is None:
-        return published_mfu_runs()
-    if isinstance(runs, str) or not isinstance(runs, Sequence):
-        raise wrong_type("runs", runs, "a sequence of ReportedMfuRun")
-    for run in runs:
-        if not isinstance(run, ReportedMfuRun):
-            raise wrong_type("runs", run, "a sequence of ReportedMfuRun")
-    return tuple(runs)
+    return sequence_of("runs", runs, ReportedMfuRun, published_mfu_runs)
 
 
 def _predict(run_architecture: str, others: Sequence[ReportedMfuRun]):

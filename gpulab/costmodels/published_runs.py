@@ -142,18 +142,45 @@ class PublishedRun:
         return self.flops / (self.n_gpus * self.peak_flops * self.time_s)
 
 
-@functools.cache
-def _file_runs(path: str | None) -> tuple[PublishedRun, ...]:
+def csv_rows(path: str | None, package_file: str) -> list[dict[str, str]]:
+    """The rows of the CSV file at ``path``, or of the package's ``gpulab/<package_file>``."""
     if path is None:
-        data = resources.files("gpulab").joinpath("data/published_runs.csv")
-        content = data.read_text(encoding="utf-8")
+        content = resources.files("gpulab").joinpath(package_file).read_text(encoding="utf-8")
     else:
         with open(path, encoding="utf-8") as handle:
             content = handle.read()
-    rows = csv.DictReader(content.splitlines())
+    return list(csv.DictReader(content.splitlines()))
+
+
+def checked_path(path) -> str | None:
+    """``path`` as a string if it names a file; None stays None (the package's own file)."""
+    if path is None:
+        return None
+    if not isinstance(path, str | os.PathLike):
+        raise wrong_type("path", path, "a path or None")
+    if not os.path.isfile(path):
+        raise ValueError(f"path={os.fspath(path)!r} is not a file")
+    return os.fspath(path)
+
+
+def sequence_of(name: str, values, kind: type, default) -> tuple:
+    """``values`` as a tuple of ``kind`` (``default()`` when None), refused by ``name``."""
+    if values is None:
+        return default()
+    wanted = f"a sequence of {kind.__name__}"
+    if isinstance(values, str) or not isinstance(values, Sequence):
+        raise wrong_type(name, values, wanted)
+    for value in values:
+        if not isinstance(value, kind):
+            raise wrong_type(name, value, wanted)
+    return tuple(values)
+
+
+@functools.cache
+def _file_runs(path: str | None) -> tuple[PublishedRun, ...]:
     return tuple(
         PublishedRun(**{k: int(v) if k in _INTEGER_COLUMNS else v for k, v in row.items()})
-        for row in rows
+        for row in csv_rows(path, "data/published_runs.csv")
     )
 
 
@@ -172,11 +199,7 @@ def published_runs(path=None) -> tuple[PublishedRun, ...]:
     >>> run.spec, run.n_gpus, round(run.time_s, 3)
     ('B200', 8, 220.268)
     """
-    if path is not None and not isinstance(path, str | os.PathLike):
-        raise wrong_type("path", path, "a path or None")
-    if path is not None and not os.path.isfile(path):
-        raise ValueError(f"path={os.fspath(path)!r} is not a file")
-    return _file_runs(None if path is None else os.fspath(path))
+    return _file_runs(checked_path(path))
 
 
 @dataclass(frozen=True)
@@ -209,14 +232,7 @@ class UtilisationEstimate:
 
 
 def _as_runs(runs) -> tuple[PublishedRun, ...]:
-    if runs is None:
-        return published_runs()
-    if isinstance(runs, str) or not isinstance(runs, Sequence):
-        raise wrong_type("runs", runs, "a sequence of PublishedRun")
-    for run in runs:
-        if not isinstance(run, PublishedRun):
-            raise wrong_type("runs", run, "a sequence of PublishedRun")
-    return tuple(runs)
+    return sequence_of("runs", runs, PublishedRun, published_runs)
 
 
 def published_utilisation(
