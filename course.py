@@ -577,7 +577,8 @@ def _with_config(config: dict, command: list, output: Path) -> int:
     import yaml  # installed with jupyter-book, which a build needs anyway
 
     path = edition_config_path(output)
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
+    # In the order written: the widget scripts must load in _config.yml's order (RequireJS first).
+    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), "utf-8")
     try:
         return run_build([*command, "--config", path, "--path-output", output])
     finally:
@@ -660,7 +661,9 @@ def build(python: Path, solutions_open: bool = False, edition: str = "both") -> 
     output = INSTRUCTOR_OUTPUT.relative_to(ROOT)
     say(f"building the instructors' book, solutions shown, into {output}/_build/html")
     config = yaml.safe_load((ROOT / "_config.yml").read_text(encoding="utf-8"))
-    INSTRUCTOR_CONFIG.write_text(yaml.safe_dump(instructor_config(config)), encoding="utf-8")
+    INSTRUCTOR_CONFIG.write_text(
+        yaml.safe_dump(instructor_config(config), sort_keys=False), encoding="utf-8"
+    )
     try:
         return run_build([*cmd, "--config", INSTRUCTOR_CONFIG, "--path-output", INSTRUCTOR_OUTPUT])
     finally:

@@ -84,7 +84,7 @@ def _build_chinese(course) -> subprocess.CompletedProcess:
 
     config = course.edition_config(course._config(), course.ZH_LANGUAGE)
     path = course.edition_config_path(course.ZH_OUTPUT)
-    path.write_text(yaml.safe_dump(config, allow_unicode=True), "utf-8")
+    path.write_text(yaml.safe_dump(config, allow_unicode=True, sort_keys=False), "utf-8")
     try:
         proc = _jupyter_book_run(["--config", str(path), "--path-output", str(course.ZH_OUTPUT)])
     finally:

@@ -29,7 +29,7 @@ def course(root):
 
 
 @pytest.fixture
-def commands(course, monkeypatch):
+def commands(course, monkeypatch, tmp_path):
     """The commands build() would run, with what the config file said at that moment."""
     ran = []
 
@@ -48,8 +48,14 @@ def commands(course, monkeypatch):
 
     monkeypatch.setattr(course, "run_logged", fake_run_logged)
     monkeypatch.setattr(course, "run", fake_run)
-    # The real build cache (a developer's _build/) is never touched by these tests.
+    # The real build cache and outputs (a developer's _build/) are never touched by these tests.
     monkeypatch.setattr(course, "BUILD_CACHE", course.Path("/nonexistent/gpulab/.jupyter_cache"))
+    # Own names too: a build's configuration is written beside _config.yml, named after its
+    # output, and a real build (the suite's book build) may be running at the same time.
+    monkeypatch.setattr(course, "ZH_OUTPUT", tmp_path / "zh-under-test")
+    monkeypatch.setattr(course, "ZH_HTML", tmp_path / "html" / "zh")
+    monkeypatch.setattr(course, "GETTEXT_OUTPUT", tmp_path / "i18n-under-test")
+    monkeypatch.setattr(course, "GETTEXT_TEMPLATES", tmp_path / "i18n-under-test" / "templates")
     return ran
 
 
@@ -71,6 +77,10 @@ def test_default_build_is_the_readers_build_in_both_languages(course, commands):
     readers = yaml.safe_load((course.ROOT / "_config.yml").read_text())
     assert zh["sphinx"]["local_extensions"] == readers["sphinx"]["local_extensions"]
     assert zh["sphinx"]["config"]["locale_dirs"] == ["locale/"]
+    # The widget scripts load in the order _config.yml gives (RequireJS before what needs it).
+    assert list(zh["sphinx"]["config"]["nb_ipywidgets_js"]) == list(
+        readers["sphinx"]["config"]["nb_ipywidgets_js"]
+    )
     assert not config_path.exists(), "the temporary config is removed"
 
 
@@ -107,6 +117,9 @@ def test_solutions_open_build_uses_an_override_and_its_own_output(course, comman
     assert config["sphinx"]["local_extensions"] == readers["sphinx"]["local_extensions"]
     assert config["sphinx"]["config"]["mathjax_path"] == readers["sphinx"]["config"]["mathjax_path"]
     assert config["repository"] == readers["repository"]
+    assert list(config["sphinx"]["config"]["nb_ipywidgets_js"]) == list(
+        readers["sphinx"]["config"]["nb_ipywidgets_js"]
+    )
     assert not course.INSTRUCTOR_CONFIG.exists(), "the temporary config is removed"
 
 

@@ -29,7 +29,9 @@ class KeepGeneratedTextUntranslated(SphinxTransform):
             if container.get("nb_element") != OUTPUT_ELEMENT:
                 continue
             for node in container.findall(nodes.TextElement):
-                if not _in_caption(node, container):
+                # Inline nodes are never offered on their own, and Sphinx removes any inline
+                # that carries the flag (with its place in a link), so leave them unmarked.
+                if not isinstance(node, nodes.Inline) and not _in_caption(node, container):
                     node["translatable"] = False
 
 

@@ -30,14 +30,14 @@ def _read_notebook(path: Path):
 
 def _lab_notebook(path: Path):
     """The notebook at ``path``, read, if it is a lab that can be recorded."""
-    from gpulab.course.record import _provenance_cells
+    from gpulab.course.record import provenance_cells
 
     if path.suffix != ".ipynb" or not path.is_file():
         state = "does not exist" if not path.exists() else "is not a notebook file (.ipynb)"
         raise UsageError(f"{path} {state}; name a lab's file, e.g. notebooks/roofline_lab.ipynb")
     nb = _read_notebook(path)
     try:
-        _provenance_cells(nb, path)
+        provenance_cells(nb, path)
     except ValueError as err:
         raise UsageError(f"{err}; is it a lab of this course?") from None
     return nb

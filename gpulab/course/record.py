@@ -137,7 +137,7 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     if path.suffix != ".ipynb" or not path.is_file():
         raise FileNotFoundError(f"path={str(path)!r} is not a notebook file (.ipynb)")
     nb = nbformat.read(path, as_version=4)
-    marked = _provenance_cells(nb, path)
+    marked = provenance_cells(nb, path)
     record = provenance()
     kind = record["kind"]
     target = recording_path(path, kind)
@@ -226,7 +226,7 @@ def _stamp(nb, kind: str, record: dict) -> None:
     meta.setdefault("recorded", {})[kind] = record
 
 
-def _provenance_cells(nb, path: Path) -> list:
+def provenance_cells(nb, path: Path) -> list:
     """The one cell tagged ``provenance``, checked before anything runs."""
     marked = [c for c in nb.cells if PROVENANCE_TAG in c.get("metadata", {}).get("tags", [])]
     if len(marked) != 1:
