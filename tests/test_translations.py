@@ -3,7 +3,8 @@
 Every page of the book has a catalogue in ``locale/zh_CN/LC_MESSAGES`` (``locale/README.md``).
 These tests fail, and list the messages with their page, when
 
-* a message is untranslated or fuzzy (the Chinese page would show it in English);
+* a message is untranslated or fuzzy (the Chinese page would show it in English; the coverage
+  of every page goes to ``test-artifacts/translation-coverage.txt``);
 * the catalogues do not hold the English text as it is now (``python3 course.py
   translations`` was not run after an English change, so the edition cannot show it);
 * a translation drops or changes a code span, math, a link target, a cross-reference's target
@@ -69,7 +70,11 @@ def test_every_message_is_translated_and_none_is_fuzzy(root):
                 left = [m for m in read_po(handle) if m.id and (not m.string or m.fuzzy)]
             missing += [f"{cov.page}: {'fuzzy' if m.fuzzy else 'new'}: {m.id[:80]!r}"
                         for m in left]  # fmt: skip
-    print("translation coverage per page:\n  " + "\n  ".join(report))
+    artifacts = root / "test-artifacts"
+    artifacts.mkdir(exist_ok=True)
+    (artifacts / "translation-coverage.txt").write_text(
+        "Chinese edition: messages translated per page\n" + "\n".join(report) + "\n", "utf-8"
+    )
     assert not missing, (
         "messages the Chinese edition shows in English (translate them, then remove any "
         "'#, fuzzy' line):\n" + "\n".join(missing)
