@@ -162,3 +162,22 @@ def test_the_calculators_speak_chinese(root):
     _ = translator("zh_CN")
     assert _("Roofline explorer") == "屋顶线模型探索器"
     assert translator("en")("Roofline explorer") == "Roofline explorer"
+
+
+def test_a_changed_english_message_is_never_shown_with_stale_chinese(root, tmp_path):
+    # sphinx-intl marks a changed message fuzzy (keeping the old Chinese as a hint); the build
+    # must not use fuzzy translations, so the reader sees the new English until it is done.
+    from babel.messages.catalog import Catalog
+    from babel.messages.mofile import read_mo, write_mo
+
+    sphinx = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))["sphinx"]
+    assert not sphinx["config"].get("gettext_allow_fuzzy_translations", False)
+    catalogue = Catalog(locale="zh_CN")
+    catalogue.add("A new English sentence.", "旧的中文。", flags=["fuzzy"])
+    catalogue.add("An unchanged sentence.", "未改变的句子。")
+    with open(tmp_path / "page.mo", "wb") as handle:
+        write_mo(handle, catalogue)  # what Sphinx does, without fuzzy translations
+    with open(tmp_path / "page.mo", "rb") as handle:
+        compiled = read_mo(handle)
+    assert compiled.get("A new English sentence.") is None
+    assert compiled.get("An unchanged sentence.").string == "未改变的句子。"
