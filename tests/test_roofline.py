@@ -106,3 +106,20 @@ def test_valid_but_extreme_counts_do_not_return_infinity():
         tiny.predict(1e308, 1.0)
     with pytest.raises(ValueError, match="overflow"):
         gl.arithmetic_intensity(1e308, 1e-300)
+
+
+def test_the_least_disturbed_ceilings_take_each_roof_at_its_best():
+    from gpulab.costmodels.roofline import Ceilings
+
+    busy = Ceilings("cpu", "fp32", 40e9, 9e9, overhead_s=8e-6, note="one thread")
+    quiet = Ceilings("cpu", "fp32", 60e9, 8e9, overhead_s=5e-6, note="one thread")
+    best = Ceilings.least_disturbed(busy, quiet)
+    assert (best.peak_flops, best.memory_bandwidth, best.overhead_s) == (60e9, 9e9, 5e-6)
+    assert best.note == "one thread (least disturbed of 2 measurements)"
+    assert Ceilings.least_disturbed(busy) == busy
+    # A busy moment made matmuls "beat" the roofline by 30-40%: the higher peak fixes that.
+    assert best.predict(2e9, 1e6).time_s < busy.predict(2e9, 1e6).time_s
+    with pytest.raises(ValueError, match="one device in one precision"):
+        Ceilings.least_disturbed(busy, Ceilings("gpu", "fp32", 1e12, 1e11))
+    with pytest.raises(TypeError, match="others"):
+        Ceilings.least_disturbed(busy, "quiet")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from numbers import Real
 
 from gpulab._checks import (
@@ -158,6 +158,43 @@ class Ceilings:
         non_negative_number("overhead_s", self.overhead_s)
         flag("measured", self.measured)
         text("note", self.note)
+
+    @classmethod
+    def least_disturbed(cls, first: Ceilings, *others: Ceilings) -> Ceilings:
+        """The least disturbed of several measurements of one device's ceilings.
+
+        Other programs' load only ever lowers a measured peak and bandwidth and raises the
+        measured per-call overhead, so the highest peak, the highest bandwidth and the lowest
+        overhead are each the closest to the machine's own. Measuring the ceilings again after
+        timing the kernels, and keeping the least disturbed, keeps one busy moment from
+        skewing every prediction.
+
+        Examples
+        --------
+        >>> from gpulab.costmodels.roofline import Ceilings
+        >>> busy = Ceilings("cpu", "fp32", 40e9, 9e9, overhead_s=8e-6)
+        >>> quiet = Ceilings("cpu", "fp32", 60e9, 8e9, overhead_s=5e-6)
+        >>> best = Ceilings.least_disturbed(busy, quiet)
+        >>> best.peak_flops, best.memory_bandwidth, best.overhead_s
+        (60000000000.0, 9000000000.0, 5e-06)
+        """
+        runs = (first, *others)
+        for run in runs:
+            if not isinstance(run, Ceilings):
+                raise wrong_type("others", run, "Ceilings")
+        if len({(r.device_name, r.precision, r.measured) for r in runs}) != 1:
+            raise ValueError(
+                "least_disturbed() combines measurements of one device in one precision, got "
+                + ", ".join(f"{r.device_name} {r.precision}" for r in runs)
+            )
+        return replace(
+            first,
+            peak_flops=max(r.peak_flops for r in runs),
+            memory_bandwidth=max(r.memory_bandwidth for r in runs),
+            overhead_s=min(r.overhead_s for r in runs),
+            note=first.note + (f" (least disturbed of {len(runs)} measurements)"
+                               if len(runs) > 1 else ""),
+        )  # fmt: skip
 
     @classmethod
     def from_spec(cls, spec: DeviceSpec | str, precision: str = "fp32") -> Ceilings:
