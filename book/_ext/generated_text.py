@@ -7,12 +7,20 @@ anyone seeing it. So every text node inside a cell's output is marked not transl
 Sphinx extracts or applies translations, and each Chinese page with outputs says that such
 text is in English (``language_switch``). A figure's caption and legend are the exception:
 the author writes them in the cell's metadata, and they are translated like any prose.
+
+A lab's provenance line (the Markdown cell tagged ``provenance``) is generated too: ``python
+-m gpulab record`` writes it, with the device, the date and the run time of each recording.
 """
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from docutils import nodes
 from sphinx.transforms import SphinxTransform
+
+from gpulab.course.labs import PROVENANCE_TAG
 
 #: MyST-NB's container for a code cell's outputs.
 OUTPUT_ELEMENT = "cell_code_output"
@@ -25,6 +33,11 @@ class KeepGeneratedTextUntranslated(SphinxTransform):
     default_priority = 15
 
     def apply(self, **kwargs) -> None:
+        written = _generated_markdown(Path(self.document.get("source", "")))
+        if written:
+            for paragraph in self.document.findall(nodes.paragraph):
+                if paragraph.rawsource.strip() in written:
+                    paragraph["translatable"] = False
         for container in self.document.findall(nodes.container):
             if container.get("nb_element") != OUTPUT_ELEMENT:
                 continue
@@ -33,6 +46,19 @@ class KeepGeneratedTextUntranslated(SphinxTransform):
                 # that carries the flag (with its place in a link), so leave them unmarked.
                 if not isinstance(node, nodes.Inline) and not _in_caption(node, container):
                     node["translatable"] = False
+
+
+def _generated_markdown(source: Path) -> set[str]:
+    """The text of a notebook's Markdown cells that a tool wrote (the provenance line)."""
+    if source.suffix != ".ipynb" or not source.is_file():
+        return set()
+    cells = json.loads(source.read_text(encoding="utf-8")).get("cells", [])
+    return {
+        "".join(cell.get("source", "")).strip()
+        for cell in cells
+        if cell.get("cell_type") == "markdown"
+        and PROVENANCE_TAG in cell.get("metadata", {}).get("tags", [])
+    }
 
 
 def _in_caption(node: nodes.Node, container: nodes.Element) -> bool:
