@@ -408,6 +408,8 @@ def instructor_config(config: dict) -> dict:
     sphinx["config"] = {
         **(sphinx.get("config") or {}),
         "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR,
+        # No Chinese edition is built beside the instructors' copy: no link to one.
+        "gpulab_language_switch": False,
     }
     execute = {**(config.get("execute") or {}), "cache": str(BUILD_CACHE)}
     return {**config, "sphinx": sphinx, "execute": execute}

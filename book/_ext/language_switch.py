@@ -46,7 +46,7 @@ def counterpart(pagename: str, chinese: bool) -> str:
 
 
 def _switch(app, pagename, templatename, context, doctree) -> None:
-    if doctree is None or "body" not in context:
+    if doctree is None or "body" not in context or not app.config.gpulab_language_switch:
         return
     chinese = is_chinese(app.config.language)
     href = html.escape(counterpart(pagename, chinese))
@@ -94,6 +94,8 @@ def _add_static(app) -> None:
 
 
 def setup(app):
+    # Off for a build with no other edition beside it (the instructors' copy).
+    app.add_config_value("gpulab_language_switch", True, "html", [bool])
     app.connect("builder-inited", _add_static)
     app.connect("html-page-context", _switch)
     # After sphinx-external-toc has inserted the toctrees (its handler has the default 500).
