@@ -11,6 +11,7 @@ installs one, ``.ci/run``).
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import subprocess
 from pathlib import Path
@@ -54,17 +55,26 @@ def test_chinese_pages_load_offline_with_their_images_math_and_widgets(zh_report
     en._fail_if(en._widget_problems(zh_reports, zh_pages), "ipywidgets that did not render")
 
 
+@contextlib.contextmanager
+def _offline_page(browser, url: str):
+    """A page at ``url`` in a context with every request off 127.0.0.1 aborted."""
+    context = _offline_context(browser)
+    context.set_default_timeout(STEP_TIMEOUT_MS)
+    try:
+        page = context.new_page()
+        page.goto(url)
+        yield page
+    finally:
+        context.close()
+
+
 def _switch(page) -> None:
     with page.expect_navigation():
         page.click(".gl-language-switch a")
 
 
 def test_the_language_switch_goes_both_ways(browser, base_url: str):
-    context = _offline_context(browser)
-    context.set_default_timeout(STEP_TIMEOUT_MS)
-    try:
-        page = context.new_page()
-        page.goto(f"{base_url}/book/gpu_basics.html")
+    with _offline_page(browser, f"{base_url}/book/gpu_basics.html") as page:
         assert page.evaluate("document.documentElement.lang") == "en"
         _switch(page)
         assert page.url == f"{base_url}/zh/book/gpu_basics.html"
@@ -72,16 +82,10 @@ def test_the_language_switch_goes_both_ways(browser, base_url: str):
         assert "GPU 是什么" in page.title()
         _switch(page)
         assert page.url == f"{base_url}/book/gpu_basics.html"
-    finally:
-        context.close()
 
 
 def test_a_live_calculator_is_ready_and_labelled_in_chinese(browser, base_url: str):
-    context = _offline_context(browser)
-    context.set_default_timeout(STEP_TIMEOUT_MS)
-    try:
-        page = context.new_page()
-        page.goto(f"{base_url}/zh/book/memory_bandwidth.html")
+    with _offline_page(browser, f"{base_url}/zh/book/memory_bandwidth.html") as page:
         calc = page.locator("#calc-roofline")
         calc.scroll_into_view_if_needed()
         assert calc.locator(".gl-calc-title").inner_text() == "屋顶线模型探索器"
@@ -91,8 +95,6 @@ def test_a_live_calculator_is_ready_and_labelled_in_chinese(browser, base_url: s
         )
         assert calc.locator(".gl-calc-status").inner_text().startswith("改动任意一个值")
         assert calc.locator(".gl-calc-result").inner_text().strip()  # the build-time result
-    finally:
-        context.close()
 
 
 def test_chinese_text_is_set_in_a_cjk_font(browser, base_url: str):
@@ -106,10 +108,7 @@ def test_chinese_text_is_set_in_a_cjk_font(browser, base_url: str):
         if en.REQUIRE_BROWSER:
             pytest.fail(message)
         pytest.skip(message)
-    context = _offline_context(browser)
-    try:
-        page = context.new_page()
-        page.goto(f"{base_url}/zh/book/gpu_basics.html")
+    with _offline_page(browser, f"{base_url}/zh/book/gpu_basics.html") as page:
         # A character the font lacks is drawn as an empty box of one fixed width; real glyphs
         # of different characters differ in their ink. Compare two characters' pixels.
         drawn = page.evaluate(
@@ -125,5 +124,3 @@ def test_chinese_text_is_set_in_a_cjk_font(browser, base_url: str):
             }"""
         )
         assert drawn[0] > 0 and drawn[0] != drawn[1], drawn
-    finally:
-        context.close()

@@ -13,9 +13,8 @@ one. :func:`leave_one_out_mfu` scores that honestly: each run's utilisation come
 *other* runs only, the median of those on GPUs of the same architecture, or of all of them
 where none shares it.
 
-Each source counts a model's FLOPs its own way (``6·N`` plus an attention term, whose size
-differs between papers by a few per cent of the total at these sequence lengths); the MFUs
-are compared as published.
+Each source counts a model's FLOPs its own way (``6·N`` plus an attention term that the
+papers count differently); the MFUs are compared as published.
 """
 
 from __future__ import annotations
