@@ -189,6 +189,60 @@ def test_an_exception_in_the_kernel_is_a_sentence_with_its_line():
     )
 
 
+def _reduce_spinning(x, out, n):  # touches no memory once it spins
+    while True:
+        pass
+
+
+def _reduce_never_halved(x, out, n):  # the tree's step is never halved
+    s = cuda.shared.array(128, float32)  # noqa: F821
+    tid = cuda.threadIdx.x  # noqa: F821
+    i = cuda.grid(1)  # noqa: F821
+    s[tid] = x[i] if i < n else 0.0
+    cuda.syncthreads()  # noqa: F821
+    step = 64
+    while step > 0:
+        if tid < step:
+            s[tid] += s[tid + step]
+        cuda.syncthreads()  # noqa: F821
+    if tid == 0:
+        cuda.atomic.add(out, 0, s[0])  # noqa: F821
+
+
+@pytest.mark.parametrize("kernel, line", [(_reduce_spinning, "line 2 of _reduce_spinning "
+                                           "(`while True:`)"),
+                                          (_reduce_never_halved, "of _reduce_never_halved")])
+def test_an_endless_kernel_is_reported_within_the_time_limit(monkeypatch, kernel, line):
+    import time
+
+    assert 1 <= gym.GRADE_TIME_LIMIT_S <= 8  # a wrong kernel is reported within ~10 s
+    monkeypatch.setattr(gym, "GRADE_TIME_LIMIT_S", 0.5)
+    start = time.perf_counter()
+    report = gym.grade_kernel(kernel, "reduce", quiet=True)
+    assert time.perf_counter() - start < 4  # one launch waited for, not one per shape
+    first = report.first_problem
+    assert first.startswith("n = 1: the kernel ran for more than 0.5 s of simulation"), first
+    assert line in first
+    assert first.endswith("look for a loop whose condition never changes (a step that is "
+                          "never halved, an index never advanced)")  # fmt: skip
+    assert [s.problem for s in report.shapes[1:]] == (
+        ["not run: the kernel did not end on an earlier shape"] * (len(report.shapes) - 1)
+    )
+
+
+def test_a_float_index_is_reported_as_one():
+    def copy_halved(src, dst, n):
+        i = cuda.grid(1)  # noqa: F821
+        if i < n:
+            dst[i / 1] = src[i]
+
+    assert gym.grade_kernel(copy_halved, "copy", quiet=True).first_problem == (
+        "n = 1: dst[0.0]: an index must be an integer; thread 0 of block 0 writes it at "
+        "line 4 of copy_halved (`dst[i / 1] = src[i]`): `/` gives a float in Python even "
+        "for two integers, so divide with `//` (or convert with int())"
+    )
+
+
 def test_unsupported_parts_of_cuda_are_named():
     def shuffle(x, out, n):
         v = cuda.shfl_down_sync(0xFFFFFFFF, x[cuda.grid(1)], 1)  # noqa: F821

@@ -212,3 +212,77 @@ def test_a_kernel_that_never_ends_is_stopped_in_strict_mode(monkeypatch):
     monkeypatch.setattr(simulator, "STRICT_STEP_LIMIT", 1000)  # the default takes a minute
     with pytest.raises(faults.EndlessError, match="more than 1,000 memory accesses and barrier"):
         simulate(forgot_to_halve, 1, 4, np.ones(4), np.zeros(1), 4, strict=True)
+
+
+def _spin(x):
+    while True:  # touches no memory: no access limit can see it
+        pass
+
+
+def _spin_after_barrier(x):
+    cuda.syncthreads()
+    while True:
+        pass
+
+
+@pytest.mark.parametrize("kernel", [_spin, _spin_after_barrier])
+@pytest.mark.parametrize("threads", [False, True], ids=["greenlets", "os-threads"])
+def test_a_loop_that_never_ends_is_stopped_by_the_time_limit(monkeypatch, kernel, threads):
+    import threading
+    import time
+
+    if threads:
+        monkeypatch.setitem(sys.modules, "greenlet", None)
+    before = threading.active_count()
+    start = time.perf_counter()
+    with pytest.raises(faults.EndlessError) as caught:
+        simulate(kernel, 1, 4, np.zeros(4), strict=True, time_limit_s=0.3)
+    assert time.perf_counter() - start < 3
+    assert str(caught.value) == (
+        "the kernel ran for more than 0.3 s of simulation, far longer than a launch of this "
+        f"size needs; thread 0 of block 0 was at line {2 if kernel is _spin else 3} of "
+        f"{kernel.__name__} (`while True:`): look for a loop whose condition never changes "
+        "(a step that is never halved, an index never advanced)"
+    )
+    time.sleep(0.05)
+    assert threading.active_count() == before  # the timer and the workers are gone
+
+
+def test_a_launch_within_its_time_limit_is_not_disturbed():
+    import time
+
+    src, dst = np.arange(64.0), np.zeros(64)
+    simulate(ck.tiled_matmul(8), (2, 2), (8, 8), *_matrices(12)[:2], np.zeros((12, 12)), 12,
+             strict=True, time_limit_s=0.2)  # fmt: skip
+    time.sleep(0.3)  # a timer left behind would strike here
+
+    def copy(src, dst):
+        i = cuda.grid(1)
+        dst[i] = src[i]
+
+    assert simulate(copy, 2, 32, src, dst, time_limit_s=5).global_loads == 64
+
+
+@pytest.mark.parametrize("value, error", [(0, ValueError), (-1.0, ValueError),
+                                          (float("inf"), ValueError), ("1", TypeError),
+                                          (True, TypeError)])  # fmt: skip
+def test_a_bad_time_limit_is_refused_by_name(value, error):
+    with pytest.raises(error, match="time_limit_s="):
+        simulate(_spin, 1, 1, np.zeros(1), time_limit_s=value)
+
+
+@pytest.mark.parametrize("strict", [True, False])
+@pytest.mark.parametrize("count", [True, False])
+def test_a_float_index_is_said_to_be_one_with_brackets(strict, count):
+    def halves(dst):
+        i = cuda.grid(1)
+        dst[i / 1] = 1.0
+
+    with pytest.raises(faults.IndexTypeError) as caught:
+        simulate(halves, 1, 4, np.zeros(4), strict=strict, count=count)
+    assert str(caught.value) == (
+        "dst[0.0]: an index must be an integer; thread 0 of block 0 writes it at line 3 of "
+        "halves (`dst[i / 1] = 1.0`): `/` gives a float in Python even for two integers, so "
+        "divide with `//` (or convert with int())"
+    )
+    assert isinstance(caught.value, IndexError)

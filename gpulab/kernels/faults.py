@@ -13,7 +13,9 @@ uses) it therefore watches what a GPU could not promise:
 * a **barrier not reached by every thread** of a block (on a GPU the block hangs or
   computes garbage), or threads waiting at different barriers;
 * a part of CUDA the simulator does not model (warp shuffles, for example);
-* a kernel that seems never to end (more memory accesses and barrier waits than a limit).
+* an index that is not an integer (``dst[i / 2]``: ``/`` gives a float in Python);
+* a kernel that seems never to end (more memory accesses and barrier waits than a limit, or
+  longer than a wall-clock limit for one launch).
 
 Each is raised as a :class:`KernelFault` whose message is one or two sentences for the
 learner, naming the thread, the line of the kernel and what to change.
@@ -27,6 +29,7 @@ __all__ = [
     "BarrierError",
     "EndlessError",
     "HazardTracker",
+    "IndexTypeError",
     "KernelFault",
     "OutOfBoundsError",
     "RaceError",
@@ -40,7 +43,8 @@ class KernelFault(Exception):
     Attributes
     ----------
     kind : str
-        ``"race"``, ``"out of bounds"``, ``"barrier"``, ``"endless"`` or ``"unsupported"``.
+        ``"race"``, ``"out of bounds"``, ``"index type"``, ``"barrier"``, ``"endless"`` or
+        ``"unsupported"``.
     """
 
     kind = "fault"
@@ -58,6 +62,12 @@ class OutOfBoundsError(KernelFault, IndexError):
     kind = "out of bounds"
 
 
+class IndexTypeError(KernelFault, IndexError):
+    """An index that is not an integer, such as ``dst[i / 2]`` (an IndexError too)."""
+
+    kind = "index type"
+
+
 class BarrierError(KernelFault):
     """A barrier that not every thread of the block reached (a deadlock on a GPU)."""
 
@@ -65,7 +75,8 @@ class BarrierError(KernelFault):
 
 
 class EndlessError(KernelFault):
-    """A kernel that made more accesses than the simulator's limit: an endless loop?"""
+    """A kernel that made more accesses, or ran longer, than the simulator's limits: an
+    endless loop?"""
 
     kind = "endless"
 

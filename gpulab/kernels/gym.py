@@ -38,7 +38,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from gpulab._checks import flag, wrong_type
-from gpulab.kernels.faults import KernelFault
+from gpulab.kernels.faults import EndlessError, KernelFault
 from gpulab.kernels.gym_tasks import UNWRITTEN_BITS, Task, get_task
 from gpulab.kernels.simulator import KernelCounts, simulate
 
@@ -54,6 +54,9 @@ __all__ = [
 
 _SEED = 0
 WRAP = 76  #: characters per line of a report: an output box of the book is about 78 wide
+#: Wall-clock seconds one simulated launch of a gym shape may run before the grader calls the
+#: kernel endless: the slowest worked kernel needs about one on a busy CPU.
+GRADE_TIME_LIMIT_S = 5.0
 
 
 @dataclass(frozen=True)
@@ -213,7 +216,7 @@ def _mismatch(name: str, got: np.ndarray, expected: np.ndarray, task: Task) -> s
 
 
 def _run_shape(kernel, task: Task, shape: tuple, rng, count: bool):
-    """(problem sentence or '', counts or None) for one shape."""
+    """(problem sentence or '', counts or None, whether the kernel seemed endless)."""
     args = task.inputs(shape, rng)
     expected = task.reference({k: (v.copy() if isinstance(v, np.ndarray) else v)
                                for k, v in args.items()})  # fmt: skip
@@ -222,18 +225,19 @@ def _run_shape(kernel, task: Task, shape: tuple, rng, count: bool):
     try:
         with np.errstate(all="ignore"):  # overflows show in the result, said in a sentence
             counts = simulate(kernel, grid, block, *[args[a] for a in task.args],
-                              count=count, strict=True)  # fmt: skip
+                              count=count, strict=True,
+                              time_limit_s=GRADE_TIME_LIMIT_S)  # fmt: skip
     except KernelFault as exc:
-        return f"{label}: {str(exc).rstrip('.')}", None
+        return f"{label}: {str(exc).rstrip('.')}", None, isinstance(exc, EndlessError)
     except RecursionError:
-        return f"the kernel recursed without end for {label}", None
+        return f"the kernel recursed without end for {label}", None, False
     except Exception as exc:  # noqa: BLE001 - the learner's bug, reported as a sentence
-        return f"{label}: {_exception_sentence(exc, kernel)}", None
+        return f"{label}: {_exception_sentence(exc, kernel)}", None, False
     for name in task.outputs:
         wrong = _mismatch(name, args[name], expected[name], task)
         if wrong:
-            return f"wrong result for {label}: {wrong}", None
-    return "", counts
+            return f"wrong result for {label}: {wrong}", None, False
+    return "", counts, False
 
 
 def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False) -> GradeReport:
@@ -244,6 +248,8 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     kernel : function or None
         The kernel, in Numba's CUDA kernel language (a plain function, or what
         ``numba.cuda.jit`` returned). None means "not written yet": the report says so.
+        A launch that runs longer than ``GRADE_TIME_LIMIT_S`` seconds is stopped and
+        reported as endless, and the shapes after it are not run.
     task : str or Task
         The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``.
     time_on_gpu : bool
@@ -278,12 +284,15 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     rng = np.random.default_rng(_SEED)
     results, counts = [], None
     wrong_signature = _signature_problem(kernel, task)
+    endless = False
     for i, shape in enumerate(task.shapes):
         last = i == len(task.shapes) - 1
         if wrong_signature:
             problem, c = wrong_signature, None
+        elif endless:  # one endless launch is enough to wait for
+            problem, c = "not run: the kernel did not end on an earlier shape", None
         else:
-            problem, c = _run_shape(kernel, task, shape, rng, count=last)
+            problem, c, endless = _run_shape(kernel, task, shape, rng, count=last)
         results.append(ShapeResult(task.describe(shape), not problem, problem))
         if last:
             counts = c

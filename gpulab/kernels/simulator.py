@@ -33,11 +33,13 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fas
 from __future__ import annotations
 
 import contextvars
+import ctypes
 import itertools
 import linecache
 import re
 import sys
 import threading
+import traceback
 import types
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -57,6 +59,7 @@ from gpulab.kernels.faults import (
     BarrierError,
     EndlessError,
     HazardTracker,
+    IndexTypeError,
     OutOfBoundsError,
     RaceError,
     UnsupportedError,
@@ -79,6 +82,10 @@ __all__ = [
 #: In strict mode, the memory accesses and barrier waits a kernel may make before the
 #: simulator calls it endless: about a minute of simulation, far more than any gym task needs.
 STRICT_STEP_LIMIT = 5_000_000
+_ENDLESS_HINT = (
+    "look for a loop whose condition never changes (a step that is never halved, an index "
+    "never advanced)"
+)
 _MAX_THREADS_PER_BLOCK = 1024  # the CUDA limit on every GPU since compute capability 2.0
 WARP_SIZE = 32  #: threads per warp on every NVIDIA GPU
 SECTOR_BYTES = 32  #: the unit in which L1/L2 move global memory
@@ -206,6 +213,7 @@ class _Engine:
         self.hazards = HazardTracker() if strict else None
         self.steps_left = STRICT_STEP_LIMIT  # accesses and barrier waits, counted when strict
         self._wait: Callable | None = None  # the running block's barrier
+        self.os_thread: int | None = None  # the OS thread running a kernel thread, if not ours
 
     def add_array(self, name: str, space: str, itemsize: int) -> int:
         self.arrays.append((name, space, itemsize))
@@ -224,9 +232,7 @@ class _Engine:
         if self.steps_left < 0:
             raise EndlessError(
                 f"the kernel made more than {STRICT_STEP_LIMIT:,} memory accesses and barrier "
-                f"waits; {self.current.describe()} was at {_site(frame)}: look for a loop "
-                "whose condition never changes (a step that is never halved, an index never "
-                "advanced)"
+                f"waits; {self.current.describe()} was at {_site(frame)}: {_ENDLESS_HINT}"
             )
 
     def check_hazard(self, array, byte: int, idx, write: bool, frame) -> None:
@@ -309,8 +315,15 @@ class _Engine:
 
 
 def _index_text(idx) -> str:
+    """``[3, 0]``; a part that is not an integer as Python writes it (``[0.0]``)."""
     idx = idx if isinstance(idx, tuple) else (idx,)
-    return "[" + ", ".join(str(int(i)) for i in idx) + "]"
+    return "[" + ", ".join(str(int(i)) if isinstance(i, Integral) else repr(_plain(i))
+                           for i in idx) + "]"  # fmt: skip
+
+
+def _plain(value):
+    """A NumPy scalar as the Python number it holds (``0.0``, not ``np.float64(0.0)``)."""
+    return value.item() if isinstance(value, np.generic) else value
 
 
 def _barrier_message(threads, arrived, returned) -> str:
@@ -372,6 +385,7 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
     back = threading.Semaphore(0)
     box: dict = {"abort": False}
     workers: list[threading.Thread] = []
+    workers_by_thread: dict[int, threading.Thread] = {}
     context = contextvars.copy_context()  # the caller's (NumPy's error state), for each thread
 
     def wait(site: str) -> None:
@@ -392,6 +406,7 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
         except _Abort:
             return
         except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            # (a _TimeUp too: the time limit stops the OS thread that runs the kernel)
             box["result"] = ("error", exc)
         back.release()
 
@@ -400,8 +415,11 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
             gates[t.linear] = threading.Semaphore(0)
             workers.append(threading.Thread(target=worker, args=(t.linear,), daemon=True))
             workers[-1].start()
+            workers_by_thread[t.linear] = workers[-1]
+        engine.os_thread = workers_by_thread[t.linear].ident
         gates[t.linear].release()
         back.acquire()
+        engine.os_thread = None
         kind, value = box["result"]
         if kind == "error":
             raise value
@@ -413,10 +431,71 @@ def _os_thread_block(engine: _Engine, body: Callable[[], None]):
         for gate in gates.values():
             gate.release()
         for w in workers:
-            w.join()
+            w.join(timeout=1.0)  # a worker stopped by the time limit has already ended
 
     engine._wait = wait
     return resume, stop
+
+
+class _TimeUp(BaseException):
+    """Raised into the thread that runs a kernel when its launch's time limit has passed
+    (not an Exception: a kernel's own ``except Exception`` does not catch it)."""
+
+
+class _TimeLimit:
+    """Stop a launch that runs longer than ``seconds`` of wall-clock time.
+
+    A timer thread raises :class:`_TimeUp` in the thread that runs the kernel (this one,
+    or the OS thread of the fallback for blocks with barriers) through CPython's
+    ``PyThreadState_SetAsyncExc``: a loop that touches no memory (``while True: pass``)
+    stops too, in any thread, and no signal handler of the caller (Jupyter's, pytest's) is
+    touched.
+    """
+
+    def __init__(self, engine: _Engine, seconds: float | None) -> None:
+        self.engine, self.seconds = engine, seconds
+        self.lock = threading.Lock()
+        self.done = False
+        self.sent_to: int | None = None
+        self.timer: threading.Timer | None = None
+
+    def _fire(self) -> None:
+        with self.lock:
+            if self.done:
+                return
+            self.sent_to = self.engine.os_thread or self.owner
+            ctypes.pythonapi.PyThreadState_SetAsyncExc(
+                ctypes.c_ulong(self.sent_to), ctypes.py_object(_TimeUp)
+            )
+
+    def __enter__(self) -> _TimeLimit:
+        if self.seconds is not None:
+            self.owner = threading.get_ident()
+            self.timer = threading.Timer(self.seconds, self._fire)
+            self.timer.daemon = True
+            self.timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.timer is None:
+            return
+        with self.lock:
+            self.done = True
+            self.timer.cancel()
+            if self.sent_to is not None and exc[0] is not _TimeUp:
+                # sent just as the launch ended: take it back before it lands elsewhere
+                ctypes.pythonapi.PyThreadState_SetAsyncExc(ctypes.c_ulong(self.sent_to), None)
+
+
+def _time_up_error(exc: _TimeUp, engine: _Engine, code: types.CodeType, seconds: float):
+    """The :class:`EndlessError` for a launch stopped by its time limit: where it was."""
+    frames = [f for f, _ in traceback.walk_tb(exc.__traceback__) if f.f_code is code]
+    where = _site(frames[-1]) if frames else "a line of the kernel"
+    who = engine.current.describe() if engine.current is not None else "a thread"
+    return EndlessError(
+        f"the kernel ran for more than {seconds:g} s of simulation, far longer than a launch "
+        f"of this size needs; {who} was at {where}: {_ENDLESS_HINT}"
+    )
 
 
 def _allocation_offset(array: np.ndarray) -> int:
@@ -482,14 +561,21 @@ class _TracedArray:
     def _refuse(self, idx, write: bool, frame) -> OutOfBoundsError | None:
         """The error for an index outside the array (negative ones too), or None."""
         parts = idx if isinstance(idx, tuple) else (idx,)
+        name = self._engine.arrays[self._id][0]
+        if any(isinstance(i, (float, np.floating)) for i in parts):
+            return IndexTypeError(
+                f"{name}{_index_text(idx)}: an index must be an integer; "
+                f"{self._engine.current.describe()} {'writes' if write else 'reads'} it at "
+                f"{_site(frame)}: `/` gives a float in Python even for two integers, so "
+                "divide with `//` (or convert with int())"
+            )
         if not all(isinstance(i, Integral) for i in parts):
-            return None  # a slice or a float: NumPy's own error says more
+            return None  # a slice: NumPy's own error says more
         bad = len(parts) != self.ndim or any(
             not 0 <= int(i) < n for i, n in zip(parts, self.shape, strict=False)
         )
         if not bad:
             return None
-        name = self._engine.arrays[self._id][0]
         negative = any(int(i) < 0 for i in parts)
         why = (
             "a negative index reads from the end in Python and Numba, and before the array in "
@@ -526,7 +612,8 @@ class _TracedArray:
             return self._a[idx]
         except IndexError:
             raise self._refuse(idx, False, frame) or OutOfBoundsError(
-                f"{self._engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+                f"{self._engine.arrays[self._id][0]}{_index_text(idx)} is out of bounds at "
+                f"{_site(frame)}"
             ) from None
 
     def __setitem__(self, idx, value) -> None:
@@ -536,7 +623,8 @@ class _TracedArray:
             self._a[idx] = value
         except IndexError:
             raise self._refuse(idx, True, frame) or OutOfBoundsError(
-                f"{self._engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+                f"{self._engine.arrays[self._id][0]}{_index_text(idx)} is out of bounds at "
+                f"{_site(frame)}"
             ) from None
 
     def atomic(self, op: Callable, idx, value, frame):
@@ -551,7 +639,7 @@ class _TracedArray:
             self._a[idx] = op(old, value)
         except IndexError:
             raise self._refuse(idx, True, frame) or OutOfBoundsError(
-                f"{engine.arrays[self._id][0]}{idx!r} is out of bounds at {_site(frame)}"
+                f"{engine.arrays[self._id][0]}{_index_text(idx)} is out of bounds at {_site(frame)}"
             ) from None
         engine.atomics += 1
         if engine.trace:  # a read-modify-write: counted as one access, never as a race
@@ -903,7 +991,13 @@ def _uses_barrier(code: types.CodeType) -> bool:
 
 
 def simulate(
-    kernel: Callable[..., None], grid, block, *args, count: bool = True, strict: bool = False
+    kernel: Callable[..., None],
+    grid,
+    block,
+    *args,
+    count: bool = True,
+    strict: bool = False,
+    time_limit_s: float | None = None,
 ):
     """Run a Numba CUDA kernel on the CPU, ``kernel[grid, block](*args)``, and count its accesses.
 
@@ -928,6 +1022,11 @@ def simulate(
         Also stop at what this one schedule would hide on a GPU: a race (two threads touch
         an element, one writing, with no barrier between), a negative index, a barrier that
         not every thread of a block reaches (:mod:`gpulab.kernels.faults`).
+    time_limit_s : float or None
+        Stop the launch with :class:`~gpulab.kernels.faults.EndlessError` once it has run
+        this many seconds (wall clock), saying which thread was at which line: a loop
+        that never ends, even one that touches no memory, is then reported instead of
+        hanging. None (the default): no limit.
 
     Returns
     -------
@@ -938,6 +1037,11 @@ def simulate(
     ------
     gpulab.kernels.faults.OutOfBoundsError
         An index outside an array (an ``IndexError``), negative ones too where ``strict``.
+    gpulab.kernels.faults.IndexTypeError
+        An index that is not an integer (``dst[i / 2]``; an ``IndexError`` too).
+    gpulab.kernels.faults.EndlessError
+        Where ``strict``, more accesses than ``STRICT_STEP_LIMIT``; or longer than
+        ``time_limit_s``.
     gpulab.kernels.faults.BarrierError
         A barrier that some threads of a block reach and others do not.
     gpulab.kernels.faults.RaceError
@@ -972,6 +1076,11 @@ def simulate(
     grid_dim, block_dim = _check_launch(kernel, grid, block, "in Numba's CUDA style")
     flag("count", count)
     flag("strict", strict)
+    if time_limit_s is not None:
+        if isinstance(time_limit_s, bool) or not isinstance(time_limit_s, (int, float)):
+            raise wrong_type("time_limit_s", time_limit_s, "a number of seconds or None")
+        if not 0 < time_limit_s < float("inf"):
+            raise ValueError(f"time_limit_s={time_limit_s!r} must be a positive number of seconds")
     names = _names(kernel)
     if len(args) != len(names):
         raise ValueError(
@@ -987,7 +1096,11 @@ def simulate(
         _TracedArray(a, engine, name, "global") if isinstance(a, np.ndarray) else a
         for a, name in zip(args, names, strict=True)
     ]
-    engine.run(lambda: body(*wrapped), barriers=_uses_barrier(kernel.__code__))
+    try:
+        with _TimeLimit(engine, time_limit_s):
+            engine.run(lambda: body(*wrapped), barriers=_uses_barrier(kernel.__code__))
+    except _TimeUp as exc:
+        raise _time_up_error(exc, engine, kernel.__code__, time_limit_s) from None
     return _count(engine) if count else None
 
 
