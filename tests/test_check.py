@@ -88,3 +88,12 @@ def test_a_check_result_records_its_tolerance_and_agrees_with_it():
     assert (result.ok, result.rtol, result.atol) == (True, 0.1, 0.0)
     with pytest.raises(ValueError, match=r"^ok=True does not agree with answer=1.05"):
         gl.labkit.answers.CheckResult("x", 1.05, 1.0, True, "Correct")  # the default rtol, 1%
+
+
+def test_an_exact_whole_number_is_shown_in_full_with_separators(capsys):
+    gl.check(12288, expected=12288.0, rtol=0, name="bytes")
+    assert capsys.readouterr().out == "Correct: bytes = 12,288 (expected 12,288, within 0%).\n"
+    gl.check(4096.5, expected=4096, rtol=0, name="loads")  # the answer is not whole: 4 digits
+    assert capsys.readouterr().out.startswith("Not yet: loads = 4096, expected within 0% of")
+    gl.check(12288, expected=12288, name="bytes")  # within 1%: an estimate, 4 digits
+    assert capsys.readouterr().out == "Correct: bytes = 1.229e+04 (expected 1.229e+04, within 1%).\n"

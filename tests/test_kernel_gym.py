@@ -421,3 +421,23 @@ def test_the_report_knows_its_blocks_for_counts_per_block(reports):
     assert reports["reduce"].blocks == 1024 // 128
     assert reports["matmul"].blocks == 2 * 2  # a 2 x 2 grid of 16 x 16 tiles for n = 32
     assert "also counted: 8 barriers per block" in str(reports["reduce"])
+
+
+def test_the_coarse_task_for_another_r_has_its_own_launch_and_target():
+    import types
+
+    from gpulab.kernels.gym_tasks import coarse_task
+
+    same = coarse_task()
+    assert (same.name, same.title) == (TASKS["matmul_coarse"].name, TASKS["matmul_coarse"].title)
+    task = coarse_task(8)
+    assert task.name == "matmul_coarse_r8" and task.launch((32, 32, 32)) == ((2, 2), (16, 2))
+    assert task.targets[1].goal((32, 32, 32)) == 32 * (1 + 1 / 8)
+    k = sol.matmul_coarse
+    eight = types.FunctionType(k.__code__, {**k.__globals__, "R": 8}, k.__name__)
+    assert gym.grade_kernel(eight, task, quiet=True).passed
+    four = gym.grade_kernel(k, task, quiet=True)  # R = 4 in blocks of 16 x 2: half of C
+    assert not four.passed and "wrong result" in four.first_problem
+    for bad, error in ((3, ValueError), (0, ValueError), (2.0, TypeError)):
+        with pytest.raises(error, match="rows_per_thread="):
+            coarse_task(bad)

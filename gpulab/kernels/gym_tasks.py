@@ -20,7 +20,15 @@ import numpy as np
 
 from gpulab.kernels.simulator import WARP_SIZE, KernelCounts
 
-__all__ = ["TASKS", "UNWRITTEN_BITS", "Target", "Task", "attention_bytes", "get_task"]
+__all__ = [
+    "TASKS",
+    "UNWRITTEN_BITS",
+    "Target",
+    "Task",
+    "attention_bytes",
+    "coarse_task",
+    "get_task",
+]
 
 _F32 = np.float32
 
@@ -392,16 +400,42 @@ def _matmul_task() -> Task:
     )
 
 
-def _coarse_task() -> Task:
-    t, r = MATMUL_TILE, COARSE_ROWS
+def coarse_task(rows_per_thread: int = COARSE_ROWS) -> Task:
+    """The register-tiled matmul task with ``rows_per_thread`` outputs per thread.
+
+    ``TASKS["matmul_coarse"]`` is ``coarse_task(4)``: blocks of 16 x 4 threads. Another
+    ``R`` gives blocks of 16 x (16 / R) and the target ``K (1 + 1/R)`` shared-memory loads
+    per output; pass the task itself to :func:`gpulab.kernels.gym.grade_kernel`.
+
+    Parameters
+    ----------
+    rows_per_thread : int
+        ``R``, the outputs each thread computes: 1, 2, 4, 8 or 16 (a divisor of the tile,
+        16).
+
+    Examples
+    --------
+    >>> from gpulab.kernels.gym_tasks import coarse_task
+    >>> task = coarse_task(8)
+    >>> task.name, task.launch((32, 32, 32))[1], task.targets[1].goal((32, 32, 32))
+    ('matmul_coarse_r8', (16, 2), 36.0)
+    """
+    from gpulab._checks import positive_int
+
+    r = positive_int("rows_per_thread", rows_per_thread)
+    t = MATMUL_TILE
+    if t % r:
+        raise ValueError(
+            f"rows_per_thread={rows_per_thread!r} must divide the tile, {t}: 1, 2, 4, 8 or 16"
+        )
 
     def shared_per_output(c, s):
         m, n, _ = s
         return _shared_loads(c) / (m * n)
 
     return Task(
-        name="matmul_coarse",
-        title="Register tiles: four outputs per thread",
+        name="matmul_coarse" if r == COARSE_ROWS else f"matmul_coarse_r{r}",
+        title=f"Register tiles: {'four' if r == 4 else r} outputs per thread",
         args=("A", "B", "C", "M", "N", "K"),
         shapes=_MATMUL_SHAPES,
         describe=_describe_mnk,
@@ -418,7 +452,7 @@ def _coarse_task() -> Task:
                 True,
                 "{value:.0f} shared-memory loads per output where {goal:.0f} would do: load "
                 f"sB[k, tx] once into a register and use it for all {r} of the thread's "
-                "outputs (one load of B and one of A per multiply-add becomes 1 + 1/4)",
+                f"outputs (one load of B and one of A per multiply-add becomes 1 + 1/{r})",
             ),
         ),
         rtol=1e-4,
@@ -591,7 +625,7 @@ TASKS: dict[str, Task] = {
         _transpose_task(),
         _reduce_task(),
         _matmul_task(),
-        _coarse_task(),
+        coarse_task(),
         _softmax_task("softmax", "A row softmax, three reads", 3),
         _softmax_task("online_softmax", "The online softmax, two reads", 2),
         _attention_task(),

@@ -85,8 +85,10 @@ class CheckResult:
         pass
 
 
-def _format(value: float, unit: str) -> str:
-    return f"{value:.4g}{' ' + unit if unit else ''}"
+def _format(value: float, unit: str, exact: bool = False) -> str:
+    """``1.229e+04`` to four digits; ``12,288`` for a whole number when ``exact``."""
+    number = f"{int(value):,}" if exact and float(value).is_integer() else f"{value:.4g}"
+    return number + (f" {unit}" if unit else "")
 
 
 def check(
@@ -114,7 +116,9 @@ def check(
     name : str
         What the answer is, for the message (e.g. ``"FLOPs of the forward pass"``).
     unit : str
-        Unit shown after numbers in the message.
+        Unit shown after numbers in the message. Numbers are shown to four significant
+        digits; where the check is exact (``rtol`` and ``atol`` 0) and ``expected`` is a
+        whole number, a whole number is shown in full, with thousands separators.
     hint : str, optional
         Shown when the answer is wrong, to point at the idea without giving it away.
     quiet : bool
@@ -142,6 +146,11 @@ def check(
     >>> _ = gl.check(64**3, expected=524288, name="matmul FLOPs", hint="multiply and add")
     Not yet: matmul FLOPs = 2.621e+05, expected within 1% of a different value \
 (yours is 0.5× it). Hint: multiply and add
+
+    An exact count is shown in full:
+
+    >>> _ = gl.check(12288, expected=12288, rtol=0, name="bytes moved")
+    Correct: bytes moved = 12,288 (expected 12,288, within 0%).
     """
     rtol = non_negative_number("rtol", rtol)
     atol = non_negative_number("atol", atol)
@@ -169,16 +178,18 @@ def check(
     else:
         answer = float(answer)
         ok = math.isclose(answer, expected, rel_tol=rtol, abs_tol=atol)
+        # An exact check of a whole number is a count: shown in full, not to four digits.
+        exact = rtol == 0 and atol == 0 and float(expected).is_integer()
         tolerance = f"{rtol:.0%}" if atol == 0 else f"{rtol:.0%} or {_format(atol, unit)}"
         if ok:
             message = (
-                f"Correct: {name} = {_format(answer, unit)} "
-                f"(expected {_format(expected, unit)}, within {tolerance})."
+                f"Correct: {name} = {_format(answer, unit, exact)} "
+                f"(expected {_format(expected, unit, exact)}, within {tolerance})."
             )
         else:
             ratio = f" (yours is {answer / expected:.2g}× it)" if expected != 0 else ""
             message = (
-                f"Not yet: {name} = {_format(answer, unit)}, expected within {tolerance} "
+                f"Not yet: {name} = {_format(answer, unit, exact)}, expected within {tolerance} "
                 f"of a different value{ratio}."
             )
             if hint:
