@@ -96,4 +96,5 @@ def test_an_exact_whole_number_is_shown_in_full_with_separators(capsys):
     gl.check(4096.5, expected=4096, rtol=0, name="loads")  # the answer is not whole: 4 digits
     assert capsys.readouterr().out.startswith("Not yet: loads = 4096, expected within 0% of")
     gl.check(12288, expected=12288, name="bytes")  # within 1%: an estimate, 4 digits
-    assert capsys.readouterr().out == "Correct: bytes = 1.229e+04 (expected 1.229e+04, within 1%).\n"
+    said = capsys.readouterr().out
+    assert said == "Correct: bytes = 1.229e+04 (expected 1.229e+04, within 1%).\n"
