@@ -380,6 +380,23 @@ def test_on_a_gpu_a_kernel_that_is_wrong_at_the_timed_shape_is_refused(fake_numb
         gym.time_kernel_on_gpu(copy_half, "copy", device="cpu", min_run_time_s=0.01)
 
 
+def test_grade_kernel_times_on_a_gpu_through_the_report(fake_numba_gpu, monkeypatch):
+    from gpulab.kernels import gym_tasks
+
+    small = gym_tasks.Task(**{**TASKS["copy"].__dict__, "gpu_shape": (1000,)})
+    monkeypatch.setitem(gym_tasks.TASKS, "copy", small)
+    real = gym.time_kernel_on_gpu
+    monkeypatch.setattr(gym, "time_kernel_on_gpu", lambda k, t: real(k, t, device="cpu",
+                                                                     min_run_time_s=0.01))
+    report = gym.grade_kernel(sol.copy_coalesced, "copy", time_on_gpu=True, quiet=True)
+    assert report.passed and report.gpu.startswith("measured on Fake GPU, n = 1000, ")
+    assert f"  {report.gpu}" in str(report).splitlines()
+    assert fake_numba_gpu[0].launches >= 2
+
+    wrong = gym.grade_kernel(sol.copy_unguarded, "copy", time_on_gpu=True, quiet=True)
+    assert wrong.gpu == "" and len(fake_numba_gpu) == 1  # a wrong kernel is not timed
+
+
 def test_the_reduction_target_is_a_fraction_between_the_two_trees():
     # The sequential tree (0.587, derived above) meets the 50% target; the interleaved one
     # (639 lanes over 79 requests: 0.253) does not.

@@ -36,6 +36,40 @@ def test_a_row_cut_at_one_block_is_a_wrong_result():
     assert report.first_problem.startswith("3 x 100: 2 of 300 elements of out_ptr are wrong")
 
 
+def test_attention_without_the_running_max_rescale_is_a_wrong_result():
+    report = gt.grade_triton(sol.WRONG["attention_no_rescale"], "triton_attention", quiet=True)
+    assert not report.problems[0]  # one block of keys: nothing to rescale, right
+    assert report.first_problem.startswith("n = 37, d = 16: ")
+    assert " elements of o_ptr are wrong, the first o_ptr[" in report.first_problem
+
+
+def test_the_gpu_timing_line_with_stand_ins(monkeypatch):
+    import re
+
+    import torch
+
+    from gpulab.kernels.gym_triton import TRITON_TASKS, _time_on_gpu
+
+    class FakeKernel:  # kernel[grid](*tensors, **constants) adds on the CPU
+        calls = 0
+
+        def __getitem__(self, grid):
+            def run(x, y, out, n, BLOCK):
+                FakeKernel.calls += 1
+                out.copy_(x + y)
+
+            return run
+
+    spec = TRITON_TASKS["triton_add"]
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)  # stays on the CPU
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "Fake GPU")
+    small = type(spec)(**{**spec.__dict__, "gpu_shape": (1000,)})
+    line = _time_on_gpu(FakeKernel(), small)
+    assert FakeKernel.calls >= 1
+    assert re.fullmatch(r"measured on Fake GPU, n = 1000, \d{4}-\d\d-\d\d: your kernel "
+                        r"[\d.]+ ms, torch [\d.]+ ms \(median\)", line), line
+
+
 def test_an_unmasked_load_reads_the_guard_value():
     import triton
     import triton.language as tl
