@@ -264,8 +264,8 @@ def test_a_launch_within_its_time_limit_is_not_disturbed():
 
 
 @pytest.mark.parametrize("value, error", [(0, ValueError), (-1.0, ValueError),
-                                          (float("inf"), ValueError), ("1", TypeError),
-                                          (True, TypeError)])  # fmt: skip
+                                          (float("inf"), ValueError), (1e308, ValueError),
+                                          ("1", TypeError), (True, TypeError)])  # fmt: skip
 def test_a_bad_time_limit_is_refused_by_name(value, error):
     with pytest.raises(error, match="time_limit_s="):
         simulate(_spin, 1, 1, np.zeros(1), time_limit_s=value)

@@ -48,7 +48,9 @@ from numbers import Integral
 import numpy as np
 
 from gpulab._checks import (
+    MAX_RUN_TIME_S,
     MAX_SIMULATED_THREADS,
+    at_most,
     flag,
     fraction,
     non_negative_int,
@@ -1081,6 +1083,7 @@ def simulate(
             raise wrong_type("time_limit_s", time_limit_s, "a number of seconds or None")
         if not 0 < time_limit_s < float("inf"):
             raise ValueError(f"time_limit_s={time_limit_s!r} must be a positive number of seconds")
+        at_most("time_limit_s", time_limit_s, MAX_RUN_TIME_S, "one simulated launch", unit="s")
     names = _names(kernel)
     if len(args) != len(names):
         raise ValueError(
