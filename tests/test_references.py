@@ -63,3 +63,19 @@ def test_every_file_quoting_an_mlperf_score_names_its_result_id():
     entry = bib[bib.index("@misc{mlperf2023resnet2053,"):]
     entry = entry[: entry.index("\n}\n")]
     assert "3.0-2053" in entry and "13.466" in entry and "13.408 to 13.411" in entry
+
+
+def test_mlperf_figures_taken_from_logs_cite_the_logs_and_say_no_result_id():
+    # 88 minutes (32 Xeon 8480+) and the H100/A100 ratio of 2.0 have no result ID in the course:
+    # their entries name the submitted logs, the run times and that the ID was not found.
+    bib = BIB.read_text(encoding="utf-8")
+    for key, figures in (("mlperf2023resnetintelspr", ("88.101 to 88.201", "88.17")),
+                         ("mlperf2023resnetdella100", ("27.044 to 27.050", "27.05", "2.02"))):
+        entry = bib[bib.index(f"@misc{{{key},"):]
+        entry = entry[: entry.index("\n}\n")]
+        assert "training_results_v3.0" in entry and "No MLPerf result ID" in entry, key
+        assert all(figure in entry for figure in figures), key
+    chapter = (ROOT / "book" / "case_resnet.md").read_text(encoding="utf-8")
+    assert "mlperf2023resnetintelspr" in chapter and "mlperf2023resnetdella100" in chapter
+    lab = (ROOT / "notebooks" / "case_resnet_lab.ipynb").read_text(encoding="utf-8")
+    assert "28.7" not in lab  # the v2.0 A100 time without a result ID left the lab

@@ -353,3 +353,33 @@ def test_a_driver_name_finds_one_gpu_and_memory_fits_count_one_gpu():
     assert not est.fits("K80") and est.fits("Tesla V100 SXM2 32GB")
     plan = gl.plan_training("BERT-base", specs=["K80"])
     assert plan.options[0].spec.name == "Tesla K80 (one of 2 GPUs)"
+
+
+def test_the_rtx_4090_fp8_peak_is_the_fp32_accumulate_figure_of_the_ada_whitepaper():
+    # Ada whitepaper v2.02+, Appendix A: FP8 dense is 330.3 TFLOPS with FP32 accumulate and
+    # 660.6 with FP16 accumulate (footnote 4: earlier versions printed 660.6 for both).
+    rtx = gl.get_spec("RTX 4090")
+    assert rtx.peak("fp8") == pytest.approx(330.3e12)
+    assert rtx.peak("fp8") == pytest.approx(2 * rtx.peak("bf16"), rel=1e-3)  # both FP32 accum.
+    assert "FP8 with FP32 accumulate = 330.3" in rtx.notes
+    assert "FP8 with FP16 accumulate = 660.6" in rtx.notes
+    assert "nvidia-ada-gpu-architecture.pdf" in rtx.source_url
+    bib = (Path(gl.__file__).parents[1] / "book" / "references.bib").read_text(encoding="utf-8")
+    assert "@misc{nvidia2022ada," in bib and rtx.source_url in bib
+
+
+def test_chapters_name_a_board_of_two_gpus_per_gpu_wherever_they_list_fits():
+    # gl.gpus_that_fit counts one GPU of a K80 board or an MI250X: a listing that prints the
+    # registry's name would show the board ("Tesla K80") for what one GPU holds.
+    book = Path(gl.__file__).parents[1] / "book"
+    listings = [f"{p.name}: {line.strip()}" for p in sorted(book.glob("*.md"))
+                for line in p.read_text(encoding="utf-8").splitlines()
+                if "gpus_that_fit(" in line and ".name" in line]
+    assert listings, "no chapter lists gl.gpus_that_fit any more: update this test"
+    assert [x for x in listings if ".per_gpu().name" not in x] == []
+    est = gl.estimate_training_memory(3_000_000_000, precision="amp_bf16")
+    names = [s.per_gpu().name for s in gl.gpus_that_fit(est)]
+    assert names[0] == "Instinct MI250X (one of 2 GPUs)"
+    # The memory table shows the same per-GPU rows and says so.
+    text = (book / "memory_bandwidth.md").read_text(encoding="utf-8")
+    assert "s.per_gpu() for s in memory_specs" in text and "two GPUs per board" in text
