@@ -55,6 +55,16 @@ Claims no model here covers, and why
   ``energy_lab`` cell 9 and ``case_resnet_lab`` cell 25, re-evaluated below), and the
   ``distributed_lab``, whose jobs run on CPU ranks on a one-GPU machine
   (:func:`test_distributed_lab_runs_on_cpu_ranks_beside_one_gpu`).
+* ``parallelism_lab`` cells 20, 25, 28 and 32 (the saved-bytes formula within 2%, the
+  ring-attention load balance, the all-to-all bytes within 10% of ``4kTh(e−1)/e``, the
+  pipeline simulator's idle shares): like the ``distributed_lab``, on a T4 or an H100 the
+  lab runs two CPU ranks at its CPU sizes, so the CPU run already checks these claims
+  (:func:`test_parallelism_lab_runs_on_cpu_ranks_at_cpu_sizes_beside_one_gpu`). Cells 25
+  and 32 state measured values without a condition. With two GPUs or more (NCCL ranks, GPU
+  sizes) no model here predicts the load balance, the routing or the idle shares; the
+  saved bytes of cell 20 stay those of the operators the block calls, since its attention
+  is written out rather than left to a device's fused kernel
+  (:func:`test_parallelism_lab_counts_saved_bytes_of_attention_written_out`).
 """
 
 from __future__ import annotations
@@ -97,6 +107,16 @@ class _Calls(TorchDispatchMode):
     def __torch_dispatch__(self, func, types, args=(), kwargs=None):
         self.n += 1
         return func(*args, **(kwargs or {}))
+
+
+def _claim_condition(lab: str, index: int) -> str:
+    """The condition of the ``gl.claim`` in a lab's cell, as written (one claim per cell)."""
+    calls = [node for node in ast.walk(ast.parse(_cell(lab, index)))
+             if isinstance(node, ast.Call) and getattr(node.func, "attr", None) == "claim"]
+    assert len(calls) == 1, f"{lab} cell {index}: {len(calls)} gl.claim calls"
+    holds = calls[0].args[1] if len(calls[0].args) > 1 else next(
+        k.value for k in calls[0].keywords if k.arg == "holds")
+    return ast.unparse(holds)
 
 
 def _calls(fn) -> int:
@@ -380,6 +400,37 @@ def test_distributed_lab_runs_on_cpu_ranks_beside_one_gpu(fake_gpu, gpu):
     assert plan.device == "cpu" and plan.backend == "gloo" and plan.n_ranks == 2
 
 
+# --------------------------------------------------------------------------- parallelism
+
+
+@pytest.mark.parametrize("gpu", GPUS)
+def test_parallelism_lab_runs_on_cpu_ranks_at_cpu_sizes_beside_one_gpu(fake_gpu, gpu):
+    """Cells 20, 25, 28 and 32: with one GPU the lab's single launch runs two CPU processes
+    at the CPU sizes (its plan, not the notebook's device, picks both), so these claims
+    judge the same work as the CPU run, which checks them."""
+    fake_gpu(gpu)
+    plan = gl.dist_plan()
+    assert plan.device == "cpu" and plan.backend == "gloo" and plan.n_ranks == 2
+    assert plan.scale(cpu=128, gpu=2048) == 128
+    setup, sizes = _cell("parallelism_lab", 4), _cell("parallelism_lab", 16)
+    assert "plan = gl.dist_plan()" in setup
+    assert "env=plan.env" in sizes and "gl.scale(" not in sizes and "plan.scale(" in sizes
+    for index in (20, 25, 28, 32):  # the claims read the launch's results, nothing else
+        assert "gl.claim(" in _cell("parallelism_lab", index)
+
+
+def test_parallelism_lab_counts_saved_bytes_of_attention_written_out():
+    """Cell 20 on GPU ranks too (two GPUs or more, NCCL): the bytes saved for backward are
+    those of the operators the block calls, the same on any device, because its attention is
+    written out (scores, softmax, dropout, product). ``scaled_dot_product_attention`` would
+    let the device choose a kernel (flash or memory-efficient attention on a GPU) that saves
+    other tensors than the formula counts."""
+    for index in (5, 7, 9):  # common.py (the block), sequence_parallel.py, ring_attention.py
+        source = _cell("parallelism_lab", index)
+        assert "scaled_dot_product_attention" not in source, index
+    assert "torch.softmax(scores" in _cell("parallelism_lab", 5)
+
+
 # --------------------------------------------------------------------------- kernels
 
 
@@ -491,6 +542,7 @@ def test_capstone_bottleneck_is_forward_and_backward_on_a_gpu(capstone_calls, ca
     """Cell 9: the profile names forward+backward, by host time. On a GPU the baseline
     launches every sample's forward and backward, 64 of them per step, while loading a batch
     waits 30 µs a sample (doubled for the loader's own work, as the CPU profile shows)."""
+    assert _claim_condition("capstone_lab", 9) == "bottleneck == 'forward+backward'"
     per_sample, _, _ = capstone_calls
     forward_backward = 64 * per_sample * call_s
     load = 2 * 64 * LOAD_S_PER_SAMPLE
@@ -502,6 +554,7 @@ def test_capstone_bottleneck_is_forward_and_backward_on_a_gpu(capstone_calls, ca
 def test_capstone_total_speedup_reaches_3x_on_a_gpu(capstone_calls, call_s):
     """Cell 34: at least 3x over the baseline once the loop calls once per batch of 64
     (D1, D2) and logs once, even if the loading workers (D3) are reverted."""
+    assert _claim_condition("capstone_lab", 34) == "board.total_speedup >= 3"
     per_sample, per_batch, optimizer = capstone_calls
     load = 2 * 64 * LOAD_S_PER_SAMPLE
     baseline = 64 * (per_sample + 2) * call_s + optimizer * call_s + load
