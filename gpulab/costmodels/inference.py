@@ -19,9 +19,9 @@ from dataclasses import dataclass
 from gpulab._checks import (
     choice,
     finite_number,
+    finite_result,
     fraction,
     function,
-    finite_result,
     non_negative_number,
     positive_int,
     positive_number,
@@ -455,8 +455,10 @@ class GreedyAgreement:
 
 def _token_list(name: str, value) -> list[int]:
     values = value.tolist() if hasattr(value, "tolist") else value
-    if isinstance(values, (list, tuple)) and len(values) == 1 and isinstance(
-        values[0], (list, tuple)
+    if (
+        isinstance(values, (list, tuple))
+        and len(values) == 1
+        and isinstance(values[0], (list, tuple))
     ):
         values = values[0]  # one sequence of a batch of one
     if not isinstance(values, (list, tuple)) or not values:
@@ -466,8 +468,7 @@ def _token_list(name: str, value) -> list[int]:
             raise wrong_type(name, value, "a sequence of token ids (ints of 0 or more)")
         if not isinstance(v, int) or v < 0:
             raise ValueError(
-                f"{name}={value!r} must hold token ids, whole numbers of 0 or more; "
-                f"found {v!r}"
+                f"{name}={value!r} must hold token ids, whole numbers of 0 or more; found {v!r}"
             )
     return list(values)
 
@@ -547,8 +548,10 @@ def greedy_agreement(
         )
     raw = logits_at(first)
     values = raw.tolist() if hasattr(raw, "tolist") else raw
-    if isinstance(values, (list, tuple)) and len(values) == 1 and isinstance(
-        values[0], (list, tuple)
+    if (
+        isinstance(values, (list, tuple))
+        and len(values) == 1
+        and isinstance(values[0], (list, tuple))
     ):
         values = values[0]
     try:
@@ -569,4 +572,3 @@ def greedy_agreement(
     scale = max(abs(s) for s in scores)
     gap = abs(x - y) / scale if scale > 0 else 0.0
     return GreedyAgreement(len(a), first, gap, top_two, tolerance)
-
