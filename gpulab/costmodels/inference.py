@@ -453,8 +453,15 @@ class GreedyAgreement:
         return f"{shared[0].upper()}{shared[1:]} {check_text}; token {i + 1} differs, {why}."
 
 
+def _as_list(value):
+    """A tensor (on any device) or an array as nested Python lists; anything else as it is."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu()  # a GPU tensor: copied to the host first
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
 def _token_list(name: str, value) -> list[int]:
-    values = value.tolist() if hasattr(value, "tolist") else value
+    values = _as_list(value)
     if (
         isinstance(values, (list, tuple))
         and len(values) == 1
@@ -494,7 +501,7 @@ def greedy_agreement(
     ----------
     tokens, reference : sequence of int
         The generated token ids of each decoding, the same number of them (a list, or a
-        tensor or array of one row; the prompt not included).
+        tensor on any device or an array, of one row; the prompt not included).
     logits_at : callable, optional
         ``logits_at(i)`` returns the next-token logits (one number per vocabulary entry)
         after the prompt and the first ``i`` generated tokens, which both decodings share.
@@ -547,7 +554,7 @@ def greedy_agreement(
             f"{b[first]}), and judging that difference needs that step's logits"
         )
     raw = logits_at(first)
-    values = raw.tolist() if hasattr(raw, "tolist") else raw
+    values = _as_list(raw)
     if (
         isinstance(values, (list, tuple))
         and len(values) == 1
