@@ -412,6 +412,8 @@ def function(name: str, value, *, wanted: str = "a callable", optional: bool = F
 #: Seconds a call may be asked to run or to wait (``min_run_time_s``, a sample's ``load_s``,
 #: a power meter's ``interval_s``): ten minutes.
 MAX_RUN_TIME_S = 600.0
+#: Seconds a whole recording of the course may be given (``record --all --budget-s``): a day.
+MAX_RECORDING_BUDGET_S = 86_400.0
 #: Timed repeats and warm-up calls of one measurement (``repeats``, ``warmup``).
 MAX_REPEATS = 10_000
 #: CPU threads a measurement may ask torch for (``num_threads``).

@@ -549,6 +549,10 @@ BASELINES = {
     ),
     "DecodeEstimate": lambda: _fields(gl.decode_estimate("T4", 1e9)),
     "generation_timing": lambda: ((0.0, [0.5, 0.6, 0.7]), {}),
+    "greedy_agreement": lambda: (
+        ([5, 1, 0], [5, 2, 3], lambda i: [0.1, 2.0, 1.9995, -1.0]),
+        {"tolerance": 1e-3},
+    ),
     "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
     # ---- scoreboard
     "Scoreboard": lambda: ((gl.measure.bench.BenchResult((1e-3,), 1),), dict(label="baseline")),
@@ -589,6 +593,7 @@ BASELINES = {
 EXCLUDED: dict[str, str] = {
     "ClaimError": "an exception class (AssertionError), raised by claim, not called by a user",
     "NoiseTest": "a result record that faster_beyond_noise builds; not called by a user",
+    "GreedyAgreement": "a result record that greedy_agreement builds; not called by a user",
 }
 
 #: Valid calls not run as such (each parameter is still checked with a bad value).
@@ -1223,6 +1228,7 @@ KINDS: dict[str, dict] = {
     "decode_estimate": {"spec": "spec", "n_params": "pos", "batch_size": "count"},
     "DecodeEstimate": {"batch_size": "count", "n_bytes": "pos", "step_s": "pos"},
     "generation_timing": {"start_s": "real"},
+    "greedy_agreement": {"logits_at": None, "tolerance": "frac"},
     "GenerationTiming": {"n_tokens": "count"},
     "get_spec": {"name": "spec"},
     "train": {

@@ -27,6 +27,7 @@ LABS_WITH_CLAIMS = {
     "case_alphago_lab": 2,
     "case_resnet_lab": 2,
     "parallelism_lab": 4,
+    "capstone_lab": 2,
 }
 
 

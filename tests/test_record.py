@@ -221,11 +221,13 @@ def test_record_all_prints_run_time_estimates_for_this_device_first(tmp_path, mo
     assert [line.split() for line in estimates[1:]] == [
         ["a_lab.ipynb", "10", "s", "recorded", "on", "GPU"],
         ["b_lab.ipynb", "7", "s", "recorded", "on", "GPU"],
-        ["c_lab.ipynb", "20", "s", "no", "GPU", "recording", "yet:", "its", "CPU", "run", "time,",
-         "taken", "as", "an", "upper", "bound"],
+        ["c_lab.ipynb", "20", "s", "no", "recording", "on", "this", "kind", "of", "device:",
+         "CPU", "time", "shown,", "not", "an", "estimate", "of", "the", "GPU", "run"],
         ["d_lab.ipynb", "-", "never", "recorded:", "no", "estimate"],
-        ["total", "37", "s", "and", "1", "lab(s)", "without", "an", "estimate"],
+        ["total", "37", "s", "with", "1", "lab(s)", "at", "their", "CPU", "time", "and", "1",
+         "lab(s)", "without", "an", "estimate"],
     ]  # fmt: skip
+    assert not any("upper bound" in line for line in estimates)
 
     lines.clear()
     monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu"})
@@ -325,3 +327,111 @@ def test_the_kernel_waits_passively_and_the_environment_is_restored(tmp_path, mo
     rec.record_notebook(lab, timeout_s=60)
     assert nbformat.read(lab, as_version=4).cells[1].outputs[0]["text"] == "PASSIVE\n"
     assert "OMP_WAIT_POLICY" not in os.environ
+
+
+def _fake_clock(monkeypatch, seconds_per_lab):
+    """record_all's clock advances only while a fake lab records, by its given seconds."""
+    now = [0.0]
+    monkeypatch.setattr(rec, "_clock", lambda: now[0])
+    real = rec.record_notebook
+
+    def record_notebook(path, **kwargs):
+        now[0] += seconds_per_lab[path.name]
+        return real(path, **kwargs)
+
+    monkeypatch.setattr(rec, "record_notebook", record_notebook)
+
+
+def test_record_all_starts_no_lab_past_its_budget_and_says_how_to_go_on(tmp_path, monkeypatch):
+    for name, cpu_s in zip("abcd", (100.0, 200.0, 250.0, 10.0), strict=True):
+        _full_lab(tmp_path, name, ["print(1)"], run_time_s={"cpu": cpu_s})
+    ran = _fake_recording(monkeypatch)
+    _fake_clock(
+        monkeypatch,
+        {"a_lab.ipynb": 110.0, "b_lab.ipynb": 190.0, "c_lab.ipynb": 1.0, "d_lab.ipynb": 1.0},
+    )
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu"})
+    lines = []
+    outcomes = rec.record_all(
+        tmp_path, results=tmp_path / "results", budget_s=540, progress=lines.append
+    )
+    # a: 0 + 100 <= 540; b: 110 + 200 <= 540; c: 300 + 250 > 540, so c and d wait (d would
+    # fit, but the labs are recorded in order, so that one command goes on from c).
+    assert ran == ["a_lab.ipynb", "b_lab.ipynb"]
+    assert [o.status for o in outcomes] == [
+        "recorded",
+        "recorded",
+        rec.NOT_STARTED,
+        rec.NOT_STARTED,
+    ]
+    assert any(
+        line.endswith("go on with: python -m gpulab record --all --start-at c_lab.ipynb")
+        for line in lines
+    )
+    assert re.search(r"^c_lab\.ipynb\s+not started \(budget\)\s+-$", "\n".join(lines), re.M)
+    assert lines[-1] == "4 labs: 2 recorded, 0 failed, 2 not started (budget)"
+    assert "the bench is left for the run that records the last labs" in lines
+    assert not (tmp_path / "results").exists()
+
+    ran.clear()
+    outcomes = rec.record_all(
+        tmp_path, results=None, budget_s=540, start_at="c_lab", progress=lines.append
+    )
+    assert ran == ["c_lab.ipynb", "d_lab.ipynb"] and not any(o.not_started for o in outcomes)
+
+
+def test_record_all_budget_counts_a_gpu_run_at_its_recorded_time(tmp_path, monkeypatch):
+    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 900.0, "cuda": 30.0})
+    _full_lab(tmp_path, "b", ["print(1)"], run_time_s={"cpu": 500.0})
+    _full_lab(tmp_path, "c", ["print(1)"])  # never recorded: started while time remains
+    ran = _fake_recording(monkeypatch)
+    _fake_clock(monkeypatch, {"a_lab.ipynb": 30.0, "b_lab.ipynb": 400.0, "c_lab.ipynb": 1.0})
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cuda"})
+    rec.record_all(tmp_path, results=None, budget_s=600, progress=_quiet)
+    assert ran == ["a_lab.ipynb", "b_lab.ipynb", "c_lab.ipynb"]
+    ran.clear()
+    rec.record_all(tmp_path, results=None, budget_s=500, progress=_quiet)
+    assert ran == ["a_lab.ipynb"]  # 30 s spent, then b's 500 s (its CPU time) would pass 500
+
+
+@pytest.mark.parametrize(
+    "kwargs, error, match",
+    [
+        ({"budget_s": 0}, ValueError, "budget_s=0 must be"),
+        ({"budget_s": -5.0}, ValueError, "budget_s=-5.0 must be"),
+        ({"budget_s": float("nan")}, ValueError, "budget_s=nan"),
+        ({"budget_s": 10**6}, ValueError, r"budget_s=1000000 must be at most 86400 s"),
+        ({"budget_s": "540"}, TypeError, "budget_s='540'"),
+        ({"start_at": "z_lab"}, ValueError, r"start_at='z_lab' is not a lab in .*a_lab\.ipynb"),
+        ({"start_at": 3}, TypeError, "start_at=3"),
+    ],
+)
+def test_record_all_refuses_a_bad_budget_or_start(tmp_path, monkeypatch, kwargs, error, match):
+    _full_lab(tmp_path, "a", ["print(1)"])
+    ran = _fake_recording(monkeypatch)
+    with pytest.raises(error, match=match):
+        rec.record_all(tmp_path, results=None, progress=_quiet, **kwargs)
+    assert ran == []
+
+
+def test_record_all_command_takes_a_budget_and_a_start(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr("gpulab.measure.bench_report.run_bench", lambda **_: {})
+    for name, cpu_s in (("a", 100.0), ("b", 500.0)):
+        _full_lab(tmp_path / "notebooks", name, ["print(1)"], run_time_s={"cpu": cpu_s})
+    ran = _fake_recording(monkeypatch)
+    _fake_clock(monkeypatch, {"a_lab.ipynb": 100.0, "b_lab.ipynb": 500.0})
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu"})
+    assert main(["record", "--all", "--budget-s", "540"]) == 1  # b was not started
+    assert ran == ["a_lab.ipynb"]
+    assert capsys.readouterr().out.rstrip().endswith("1 not started (budget)")
+    for argv, message in [
+        (["--all", "--budget-s", "0"], "--budget-s 0 must be a number of seconds above 0"),
+        (["--all", "--budget-s", "nan"], "--budget-s nan must be"),
+        (["--all", "--budget-s", "1e9"], "at most 86400 (a day)"),
+        (["--all", "--start-at", "z_lab"], "--start-at z_lab is not a lab in notebooks"),
+        (["notebooks/a_lab.ipynb", "--budget-s", "60"], "--budget-s and --start-at go with --all"),
+    ]:
+        assert main(["record", *argv]) == 2, argv
+        assert message in capsys.readouterr().err, argv
+    assert ran == ["a_lab.ipynb"]

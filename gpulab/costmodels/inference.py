@@ -20,6 +20,8 @@ from gpulab._checks import (
     choice,
     finite_number,
     finite_result,
+    fraction,
+    function,
     non_negative_number,
     positive_int,
     positive_number,
@@ -33,8 +35,10 @@ __all__ = [
     "WEIGHT_FORMATS",
     "DecodeEstimate",
     "GenerationTiming",
+    "GreedyAgreement",
     "decode_estimate",
     "generation_timing",
+    "greedy_agreement",
     "kv_cache_bytes",
     "model_kv_cache_bytes",
     "weight_bytes",
@@ -380,3 +384,198 @@ def generation_timing(start_s: float, token_times_s: Sequence[float]) -> Generat
     tpot = (times[-1] - times[0]) / (len(times) - 1) if len(times) > 1 else 0.0
     finite_result(tpot, token_times_s=token_times_s)
     return GenerationTiming(ttft, tpot, len(times))
+
+
+# ---------------------------------------------------------------------------- Greedy tokens
+
+
+@dataclass(frozen=True)
+class GreedyAgreement:
+    """How two greedy decodings of the same prompt compare (:func:`greedy_agreement`).
+
+    Attributes
+    ----------
+    n_tokens : int
+        Tokens each decoding produced.
+    first_difference : int or None
+        Index of the first token where they differ; None when every token is the same.
+    gap : float or None
+        At the first difference, the distance between the two tokens' logits over the
+        largest |logit| of that step; None when every token is the same.
+    top_two : bool
+        Whether the two tokens were the two highest-scoring ones at the first difference
+        (True when every token is the same).
+    tolerance : float
+        The largest ``gap`` that counts as a near-tie.
+    """
+
+    n_tokens: int
+    first_difference: int | None
+    gap: float | None
+    top_two: bool
+    tolerance: float
+
+    @property
+    def identical(self) -> bool:
+        """Every token is the same."""
+        return self.first_difference is None
+
+    @property
+    def agree(self) -> bool:
+        """The same tokens, or a first difference at a near-tie of the two best tokens."""
+        return self.identical or (self.top_two and self.gap <= self.tolerance)
+
+    def sentence(self, what: str) -> str:
+        """One sentence saying how the decodings compare; ``what`` names them.
+
+        Examples
+        --------
+        >>> greedy_agreement([3, 1], [3, 1]).sentence("with and without the KV cache")
+        'The same 2 tokens with and without the KV cache.'
+        """
+        check_text = text("what", what)
+        if self.identical:
+            return f"The same {self.n_tokens} tokens {check_text}."
+        i = self.first_difference
+        shared = f"the first {i} of {self.n_tokens} tokens agree" if i else "no token agrees"
+        if self.agree:
+            return (
+                f"{shared[0].upper()}{shared[1:]} {check_text}; at token {i + 1} the two best "
+                f"tokens scored within {self.gap:.1e} of the largest logit (at most "
+                f"{self.tolerance:g}): a near-tie that rounding may decide either way, after "
+                f"which the texts differ."
+            )
+        why = (
+            f"their logits {self.gap:.1e} of the largest apart (more than {self.tolerance:g})"
+            if self.top_two
+            else "and they were not the two best tokens of that step"
+        )
+        return f"{shared[0].upper()}{shared[1:]} {check_text}; token {i + 1} differs, {why}."
+
+
+def _as_list(value):
+    """A tensor (on any device) or an array as nested Python lists; anything else as it is."""
+    if hasattr(value, "detach") and hasattr(value, "cpu"):
+        value = value.detach().cpu()  # a GPU tensor: copied to the host first
+    return value.tolist() if hasattr(value, "tolist") else value
+
+
+def _token_list(name: str, value) -> list[int]:
+    values = _as_list(value)
+    if (
+        isinstance(values, (list, tuple))
+        and len(values) == 1
+        and isinstance(values[0], (list, tuple))
+    ):
+        values = values[0]  # one sequence of a batch of one
+    if not isinstance(values, (list, tuple)) or not values:
+        raise wrong_type(name, value, "a non-empty sequence of token ids (one row)")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, (int, float)):
+            raise wrong_type(name, value, "a sequence of token ids (ints of 0 or more)")
+        if not isinstance(v, int) or v < 0:
+            raise ValueError(
+                f"{name}={value!r} must hold token ids, whole numbers of 0 or more; found {v!r}"
+            )
+    return list(values)
+
+
+def greedy_agreement(
+    tokens: Sequence[int],
+    reference: Sequence[int],
+    logits_at=None,
+    *,
+    tolerance: float = 1e-3,
+) -> GreedyAgreement:
+    """Whether two greedy decodings of one prompt agree, allowing a first difference at a tie.
+
+    Greedy decoding picks the highest-scoring token at each step. Two ways of computing the
+    same model (with and without a KV cache; one device's attention kernel or another's)
+    round differently, so where the two best tokens score within rounding of each other
+    either may win; from there on the two texts continue from different tokens and are no
+    longer comparable. The decodings agree if every token is the same, or if at the first
+    difference the two tokens were the step's two best and their logits were within
+    ``tolerance`` of each other, relative to the step's largest |logit|.
+
+    Parameters
+    ----------
+    tokens, reference : sequence of int
+        The generated token ids of each decoding, the same number of them (a list, or a
+        tensor on any device or an array, of one row; the prompt not included).
+    logits_at : callable, optional
+        ``logits_at(i)`` returns the next-token logits (one number per vocabulary entry)
+        after the prompt and the first ``i`` generated tokens, which both decodings share.
+        Called once, only when the tokens differ; required then.
+    tolerance : float, default 1e-3
+        Largest gap between the two tokens' logits, over the step's largest |logit|, that
+        counts as a tie: from 0 to 1.
+
+    Returns
+    -------
+    GreedyAgreement
+        Its ``agree`` says whether the decodings agree; ``sentence(what)`` says how.
+
+    Raises
+    ------
+    TypeError
+        If a token sequence is not a sequence of ints, ``logits_at`` is not callable, or
+        ``tolerance`` is not a number.
+    ValueError
+        If the sequences are empty or differ in length, a token id is negative,
+        ``tolerance`` is outside 0 to 1, the tokens differ and no ``logits_at`` was given,
+        or its logits are not finite or do not cover both tokens.
+
+    Examples
+    --------
+    >>> greedy_agreement([5, 2, 7], [5, 2, 7]).identical
+    True
+    >>> logits = [0.1, 2.0, 1.9995, -1.0]        # tokens 1 and 2: a near-tie
+    >>> r = greedy_agreement([5, 1, 0], [5, 2, 3], lambda i: logits)
+    >>> r.first_difference, round(r.gap, 6), r.agree
+    (1, 0.00025, True)
+    >>> greedy_agreement([5, 1], [5, 3], lambda i: logits).agree   # token 3 was not close
+    False
+    """
+    a = _token_list("tokens", tokens)
+    b = _token_list("reference", reference)
+    if len(a) != len(b):
+        raise ValueError(
+            f"tokens has {len(a)} tokens and reference {len(b)}: two decodings of the same "
+            f"length are compared"
+        )
+    function("logits_at", logits_at, wanted="a callable logits_at(i)", optional=True)
+    tolerance = fraction("tolerance", tolerance)
+    first = next((i for i, (x, y) in enumerate(zip(a, b, strict=True)) if x != y), None)
+    if first is None:
+        return GreedyAgreement(len(a), None, None, True, tolerance)
+    if logits_at is None:
+        raise ValueError(
+            f"logits_at=None: the tokens differ at index {first} ({a[first]} against "
+            f"{b[first]}), and judging that difference needs that step's logits"
+        )
+    raw = logits_at(first)
+    values = _as_list(raw)
+    if (
+        isinstance(values, (list, tuple))
+        and len(values) == 1
+        and isinstance(values[0], (list, tuple))
+    ):
+        values = values[0]
+    try:
+        scores = [finite_number("logits_at(i)", v) for v in values]
+    except TypeError:
+        raise wrong_type(
+            "logits_at(i)", raw, "a sequence of finite logits, one per vocabulary entry"
+        ) from None
+    if max(a[first], b[first]) >= len(scores):
+        raise ValueError(
+            f"logits_at({first}) gave {len(scores)} logits: too few for token ids "
+            f"{a[first]} and {b[first]}"
+        )
+    x, y = scores[a[first]], scores[b[first]]
+    lower = min(x, y)
+    others = [s for i, s in enumerate(scores) if i not in (a[first], b[first])]
+    top_two = all(s <= lower for s in others)
+    scale = max(abs(s) for s in scores)
+    gap = abs(x - y) / scale if scale > 0 else 0.0
+    return GreedyAgreement(len(a), first, gap, top_two, tolerance)

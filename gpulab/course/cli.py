@@ -10,6 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from gpulab._checks import MAX_RECORDING_BUDGET_S
 from gpulab._usage import USAGE_STATUS, UsageError, existing_folder, writable_folder
 
 COMMANDS = ("record", "stamp", "student")
@@ -53,6 +54,13 @@ def _record(args: argparse.Namespace) -> int:
             f"--timeout {args.timeout} must be a positive number of seconds per cell, "
             "e.g. --timeout 900"
         )
+    if not args.all and (args.budget_s is not None or args.start_at is not None):
+        raise UsageError("--budget-s and --start-at go with --all")
+    if args.budget_s is not None and not 0 < args.budget_s <= MAX_RECORDING_BUDGET_S:
+        raise UsageError(
+            f"--budget-s {args.budget_s:g} must be a number of seconds above 0 and at most "
+            f"{MAX_RECORDING_BUDGET_S:g} (a day), e.g. --budget-s 540"
+        )
     if args.all:
         folder = existing_folder("--folder", args.folder, "labs (*_lab.ipynb)")
         labs = sorted(folder.glob("*_lab.ipynb"))
@@ -62,12 +70,26 @@ def _record(args: argparse.Namespace) -> int:
             )
         for lab in labs:
             _read_notebook(lab)
+        names = [lab.name for lab in labs]
+        start = args.start_at
+        if (
+            start is not None
+            and Path(start if start.endswith(".ipynb") else f"{start}.ipynb").name not in names
+        ):
+            raise UsageError(
+                f"--start-at {start} is not a lab in {folder}; give one of: {', '.join(names)}"
+            )
     for path in args.notebooks:
         _lab_notebook(path)
     try:
         if args.all:  # a failed lab is in the closing table; the exit status says so too
-            outcomes = record_all(args.folder, timeout_s=args.timeout)
-            return 1 if any(outcome.failed for outcome in outcomes) else 0
+            outcomes = record_all(
+                args.folder,
+                timeout_s=args.timeout,
+                budget_s=args.budget_s,
+                start_at=args.start_at,
+            )
+            return 1 if any(o.failed or o.not_started for o in outcomes) else 0
         for path in args.notebooks:
             rec = record_notebook(path, timeout_s=args.timeout)
             print(f"recorded {path} into {rec['path']}: {rec['device']}, {rec['run_time_s']} s")
@@ -119,7 +141,21 @@ def add_commands(sub) -> None:
         "--all",
         action="store_true",
         help="every lab in --folder (checked first; a failing lab does not stop the others), "
-        "then a bench report into results/ and a table; exit status 1 if a lab failed",
+        "then a bench report into results/ and a table; exit status 1 if a lab failed or "
+        "was not started",
+    )
+    record.add_argument(
+        "--budget-s",
+        type=float,
+        default=None,
+        help="with --all: start no lab whose estimate would take the run past this many "
+        "seconds; those are listed as not started, with the --start-at that goes on",
+    )
+    record.add_argument(
+        "--start-at",
+        default=None,
+        metavar="LAB",
+        help="with --all: begin at this lab (file name), leaving the labs before it alone",
     )
     record.add_argument("--folder", type=Path, default=Path("notebooks"))
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")

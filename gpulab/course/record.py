@@ -74,13 +74,23 @@ class RecordingError(RuntimeError):
         self.error = error or message
 
 
+#: Status of a lab that :func:`record_all` did not start: its estimate would have taken the
+#: run past its time budget (``--budget-s``).
+NOT_STARTED = "not started (budget)"
+
+#: The clock :func:`record_all` reads (seconds; replaced in tests).
+_clock = time.perf_counter
+
+
 @dataclass(frozen=True)
 class LabOutcome:
     """What happened to one lab in :func:`record_all`: a row of its closing table.
 
-    ``status`` is ``"recorded"`` or ``"failed"``; ``run_time_s`` is the wall-clock time the
-    attempt took (kernel start included); ``cell`` and ``error`` say where and how a failed
-    lab failed; ``record`` is a recorded lab's provenance (:func:`record_notebook`).
+    ``status`` is ``"recorded"``, ``"failed"`` or :data:`NOT_STARTED` (the run's time
+    budget would not have covered it); ``run_time_s`` is the wall-clock time the attempt took
+    (kernel start included; 0 for a lab not started); ``cell`` and ``error`` say where and
+    how a failed lab failed; ``record`` is a recorded lab's provenance
+    (:func:`record_notebook`).
     """
 
     lab: str
@@ -93,6 +103,10 @@ class LabOutcome:
     @property
     def failed(self) -> bool:
         return self.status == "failed"
+
+    @property
+    def not_started(self) -> bool:
+        return self.status == NOT_STARTED
 
 
 @contextmanager
@@ -254,8 +268,9 @@ def estimate_run_time(run_time_s: dict, kind: str) -> tuple[float | None, str]:
     """A lab's run time on a device of ``kind``, from its recorded runs, and where it comes from.
 
     The run time recorded on that kind of device where there is one. A lab never recorded
-    there but recorded on a CPU is given its CPU run time, taken as an upper bound (a CPU
-    run is the slower one, as in the workshop agendas). Otherwise there is no estimate.
+    there but recorded on a CPU is shown with its CPU run time, which is not an estimate of
+    the run on this device: a GPU run uses larger problem sizes (:func:`gpulab.scale`), so
+    it may take longer or shorter. Otherwise there is no estimate.
 
     Parameters
     ----------
@@ -267,14 +282,14 @@ def estimate_run_time(run_time_s: dict, kind: str) -> tuple[float | None, str]:
     Returns
     -------
     tuple
-        Seconds (None where there is no estimate) and a note saying where they come from.
+        Seconds (None where nothing was recorded) and a note saying where they come from.
 
     Examples
     --------
     >>> estimate_run_time({"cpu": 41.0, "cuda": 12.0}, "cuda")
     (12.0, 'recorded on GPU')
     >>> estimate_run_time({"cpu": 41.0}, "cuda")
-    (41.0, 'no GPU recording yet: its CPU run time, taken as an upper bound')
+    (41.0, 'no recording on this kind of device: CPU time shown, not an estimate of the GPU run')
     >>> estimate_run_time({}, "cpu")
     (None, 'never recorded: no estimate')
     """
@@ -287,7 +302,10 @@ def estimate_run_time(run_time_s: dict, kind: str) -> tuple[float | None, str]:
     if run_time_s.get(kind) is not None:
         return float(run_time_s[kind]), f"recorded on {label}"
     if kind != "cpu" and run_time_s.get("cpu") is not None:
-        note = f"no {label} recording yet: its CPU run time, taken as an upper bound"
+        note = (
+            "no recording on this kind of device: CPU time shown, not an estimate of the "
+            f"{label} run"
+        )
         return float(run_time_s["cpu"]), note
     return None, "never recorded: no estimate"
 
@@ -305,17 +323,21 @@ def _recorded_run_times(lab: Path) -> dict:
 
 
 def _estimate_lines(labs: list[Path], kind: str) -> list[str]:
-    rows, total, unknown = [], 0.0, 0
+    rows, total, unknown, cpu_only = [], 0.0, 0, 0
     for lab in labs:
-        seconds, note = estimate_run_time(_recorded_run_times(lab), kind)
+        times = _recorded_run_times(lab)
+        seconds, note = estimate_run_time(times, kind)
         if seconds is None:
             unknown += 1
         else:
             total += seconds
+            cpu_only += kind != "cpu" and times.get(kind) is None
         rows.append((lab.name, "-" if seconds is None else format_duration(seconds), note))
     rows.append(("total", format_duration(total) if unknown < len(labs) else "-", ""))
+    notes = [f"with {cpu_only} lab(s) at their CPU time"] if cpu_only else []
     if unknown:
-        rows[-1] = (*rows[-1][:2], f"and {unknown} lab(s) without an estimate")
+        notes.append(f"and {unknown} lab(s) without an estimate")
+    rows[-1] = (*rows[-1][:2], " ".join(notes))
     width = max(len(name) for name, _, _ in rows)
     lines = [f"Estimated run times on this machine ({KIND_LABELS[kind]}), from recorded runs:"]
     lines += [f"  {name:<{width}}  {time_:>9}  {note}".rstrip() for name, time_, note in rows]
@@ -381,14 +403,19 @@ def outcome_table(outcomes: list[LabOutcome]) -> str:
         error = o.error.strip().splitlines()[0] if o.error.strip() else ""
         error = error if len(error) <= 100 else error[:99] + "…"
         where = f"cell {o.cell}: " if o.cell is not None else ""
-        rows.append((o.lab, o.status, f"{o.run_time_s:.1f} s", f"{where}{error}" if error else ""))
+        time_ = "-" if o.not_started else f"{o.run_time_s:.1f} s"
+        rows.append((o.lab, o.status, time_, f"{where}{error}" if error else ""))
     widths = [max(len(row[i]) for row in rows) for i in range(3)]
     lines = [
         f"{lab:<{widths[0]}}  {status:<{widths[1]}}  {time_:>{widths[2]}}  {error}".rstrip()
         for lab, status, time_, error in rows
     ]
     failed = sum(o.failed for o in outcomes)
-    lines.append(f"{len(outcomes)} labs: {len(outcomes) - failed} recorded, {failed} failed")
+    waiting = sum(o.not_started for o in outcomes)
+    summary = f"{len(outcomes)} labs: {len(outcomes) - failed - waiting} recorded, {failed} failed"
+    if waiting:
+        summary += f", {waiting} {NOT_STARTED}"
+    lines.append(summary)
     return "\n".join(lines)
 
 
@@ -397,6 +424,8 @@ def record_all(
     *,
     results: str | Path | None = "results",
     timeout_s: int = 900,
+    budget_s: float | None = None,
+    start_at: str | None = None,
     progress=print,
 ) -> list[LabOutcome]:
     """Record every lab in ``notebooks`` on this machine, then write a bench report.
@@ -414,6 +443,14 @@ def record_all(
     ``python -m gpulab bench`` measures this machine and its report goes into ``results``
     (skipped when ``results`` is None), and the table of :func:`outcome_table` is printed.
 
+    With a time budget, a lab is started only if the time since the run began plus the
+    lab's estimate (its recorded run time on this kind of device, else its CPU run time;
+    a lab never recorded counts as 0 s) stays within the budget. The first lab that does not
+    fit, and every lab after it, is reported :data:`NOT_STARTED`, the bench is left for the
+    run that records the last labs, and the progress names the command that goes on from
+    there (``start_at``): a machine that caps each command at ten minutes records the course
+    in a few commands.
+
     Parameters
     ----------
     notebooks : path
@@ -422,6 +459,12 @@ def record_all(
         Folder for the bench report; None skips the bench.
     timeout_s : int
         Seconds any one cell may run before its lab fails.
+    budget_s : float, optional
+        Seconds this run may take: above 0, at most a day
+        (:data:`gpulab._checks.MAX_RECORDING_BUDGET_S`). None: no limit.
+    start_at : str, optional
+        The first lab to record (its file name, with or without ``.ipynb``); the labs before
+        it in name order are left alone. None: from the first lab.
     progress : callable
         Called with each line of progress (``print``).
 
@@ -429,7 +472,7 @@ def record_all(
     -------
     list of LabOutcome
         One per lab, in the order they ran; ``any(o.failed for o in ...)`` says whether one
-        failed.
+        failed, ``any(o.not_started for o in ...)`` whether the budget left one out.
 
     Raises
     ------
@@ -441,14 +484,29 @@ def record_all(
 
     import nbformat
 
+    from gpulab._checks import MAX_RECORDING_BUDGET_S, at_most, positive_int, positive_number
     from gpulab._checks import path as check_path
-    from gpulab._checks import positive_int
+    from gpulab._checks import text as check_text
 
+    began = _clock()
     folder = check_path("notebooks", notebooks, kind="dir")
     timeout_s = positive_int("timeout_s", timeout_s)
+    if budget_s is not None:
+        positive_number("budget_s", budget_s)
+        at_most("budget_s", budget_s, MAX_RECORDING_BUDGET_S, "one recording run", unit="s")
+        budget_s = float(budget_s)
     labs = sorted(folder.glob("*_lab.ipynb"))
     if not labs:
         raise ValueError(f"notebooks={str(notebooks)!r} holds no labs (*_lab.ipynb)")
+    if check_text("start_at", start_at, optional=True) is not None:
+        names = [lab.name for lab in labs]
+        first = start_at if start_at.endswith(".ipynb") else f"{start_at}.ipynb"
+        first = Path(first).name
+        if first not in names:
+            raise ValueError(
+                f"start_at={start_at!r} is not a lab in {folder}; one of: {', '.join(names)}"
+            )
+        labs = labs[names.index(first) :]
     problems = []
     for lab in labs:
         found = first_cell_problems(nbformat.read(lab, as_version=4))
@@ -458,23 +516,35 @@ def record_all(
         listed = "\n".join(f"  - {problem}" for problem in problems)
         raise RecordingError(f"no lab was recorded; fix these first:\n{listed}")
 
-    for line in _estimate_lines(labs, provenance()["kind"]):
+    kind = provenance()["kind"]
+    for line in _estimate_lines(labs, kind):
         progress(line)
     outcomes = []
     for lab in labs:
+        if budget_s is not None:
+            estimate = estimate_run_time(_recorded_run_times(lab), kind)[0] or 0.0
+            elapsed = _clock() - began
+            if outcomes and outcomes[-1].not_started or elapsed + estimate > budget_s:
+                if not (outcomes and outcomes[-1].not_started):
+                    progress(
+                        f"budget: {format_duration(elapsed)} spent, {lab.name} is estimated "
+                        f"at {format_duration(estimate)}, past the {format_duration(budget_s)} "
+                        f"budget; go on with: python -m gpulab record --all --start-at "
+                        f"{lab.name}"
+                    )
+                outcomes.append(LabOutcome(lab.name, NOT_STARTED, 0.0))
+                continue
         progress(f"recording {lab.name} ...")
-        start = time.perf_counter()
+        start = _clock()
         try:
             record = record_notebook(lab, timeout_s=timeout_s)
         except RecordingError as exc:
-            outcome = LabOutcome(
-                lab.name, "failed", time.perf_counter() - start, exc.cell, exc.error
-            )
+            outcome = LabOutcome(lab.name, "failed", _clock() - start, exc.cell, exc.error)
         except Exception as exc:  # noqa: BLE001 - one broken lab must not stop the others
             error = f"{type(exc).__name__}: {exc}"
-            outcome = LabOutcome(lab.name, "failed", time.perf_counter() - start, None, error)
+            outcome = LabOutcome(lab.name, "failed", _clock() - start, None, error)
         else:
-            elapsed = time.perf_counter() - start
+            elapsed = _clock() - start
             outcome = LabOutcome(lab.name, "recorded", elapsed, record=record)
         outcomes.append(outcome)
         if outcome.failed:
@@ -483,7 +553,9 @@ def record_all(
         else:
             progress(f"  {outcome.record['device']}: {outcome.record['run_time_s']} s")
     bench_error = None
-    if results is not None:
+    if outcomes and outcomes[-1].not_started:
+        progress("the bench is left for the run that records the last labs")
+    elif results is not None:
         from gpulab.measure.bench_report import run_bench
 
         out_dir = check_path("results", results)

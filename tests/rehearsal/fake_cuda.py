@@ -30,11 +30,19 @@ hide a bug:
 What it cannot do: time anything as a GPU would (every timing is the CPU's, with each
 operator routed through Python, so a measured claim is printed rather than judged; the
 course's models judge those for a T4 and an H100 in ``tests/test_claims_on_gpus.py``), run
-CuPy or Numba's CUDA target (they stay absent, so the labs take their fallbacks), compile
-with ``torch.compile`` for a GPU (it returns the function uncompiled: Inductor's GPU code
-needs a GPU), or see a kernel fail on the device (out of memory, an illegal address, a
-Triton kernel that compiles only in the interpreter). ``torch.inference_mode`` acts as
-``torch.no_grad`` (torch cannot make views of a tensor subclass's inference tensors).
+CuPy or Numba's CUDA target (they stay absent, so the labs take their fallbacks: the
+``kernels_lab`` cells under ``if on_gpu:`` do not run; ``tests/test_kernels.py`` runs the
+Numba kernels themselves in Numba's CUDA simulator), compile with ``torch.compile`` for a
+GPU (it returns the function uncompiled: Inductor's GPU code needs a GPU), or see a kernel
+fail on the device (out of memory at GPU sizes, an illegal address, a Triton kernel that
+compiles only in the interpreter, such as a BF16 ``tl.dot`` on a T4's sm_75). Nor does it
+compute as a GPU's kernels do: cuBLAS picks other algorithms and summation orders, SDPA
+picks a flash, memory-efficient or cuDNN kernel (the CPU's fused kernel runs instead), and
+reductions in reduced precision round differently, so a tolerance or an exact comparison
+that holds here may not hold there. ``torch.inference_mode`` acts as ``torch.no_grad``
+(torch cannot make views of a tensor subclass's inference tensors). It installs nothing:
+a CUDA build of torch, CuPy, a driver that is too old or a missing wheel on the GPU machine
+are problems it cannot see.
 Sizes stay at CPU scale: ``gl.scale``, ``gl.measure.device.scale_to_memory`` and a
 distributed plan's ``scale`` compute the GPU answer (so their checks run) and then return the
 CPU size; ``gl.benchmark`` repeats for
