@@ -112,7 +112,6 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "costmodels.inference": (
         "decode_estimate",
         "generation_timing",
-        "greedy_agreement",
         "kv_cache_bytes",
         "model_kv_cache_bytes",
         "weight_bytes",

@@ -37,9 +37,9 @@ Claims no model here covers, and why
   modelled). Its other asserts are evaluated below.
 * Exactness, which needs no cost model: ``inference_lab`` cell 13 (a CUDA graph replays the
   kernels eager mode runs) and cell 24 (the KV cache does not change greedy tokens beyond a
-  first difference at a near-tie, ``gl.greedy_agreement``: the tiny GPT runs on the lab's
-  device, where the cached and uncached attention calls may take different kernels; see
-  :func:`test_inference_kv_cache_check_allows_a_near_tie_and_nothing_else`),
+  first difference at a near-tie, ``gl.costmodels.inference.greedy_agreement``: the tiny
+  GPT runs on the lab's device, where the cached and uncached attention calls may take
+  different kernels; see :func:`test_inference_kv_cache_check_allows_a_near_tie_and_nothing_else`),
   ``kernels_lab`` cell 15 (a transpose moves bits).
 * Sentences with no condition, chosen from the data: ``parallel_compute_lab`` cell 18,
   ``frameworks_lab`` cells 17 and 23 (the branch the models pick is checked below),
@@ -455,7 +455,8 @@ def test_inference_kv_cache_check_allows_a_near_tie_and_nothing_else():
     position) may take different attention kernels, so a greedy token may flip where the two
     best logits are within rounding; the lab accepts that and no other difference."""
     source = _cell("inference_lab", 24)
-    assert "gl.greedy_agreement(tokens_cached, tokens_plain, logits_after" in source
+    call = "greedy_agreement(\n    tokens_cached, tokens_plain, logits_after"
+    assert call in source
     assert "assert kv_check.agree" in source and "torch.equal" not in source
 
 

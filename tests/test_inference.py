@@ -9,6 +9,7 @@ import pytest
 import torch
 
 import gpulab as gl
+from gpulab.costmodels.inference import greedy_agreement
 
 
 def test_kv_cache_formula_counts_every_factor():
@@ -229,7 +230,7 @@ def test_greedy_agreement_accepts_the_same_tokens_without_asking_for_logits():
     def never(i):
         raise AssertionError("the logits are needed only when the tokens differ")
 
-    same = gl.greedy_agreement(torch.tensor([[4, 2, 7]]), [4, 2, 7], never)
+    same = greedy_agreement(torch.tensor([[4, 2, 7]]), [4, 2, 7], never)
     assert same.identical and same.agree and same.first_difference is None
     assert same.sentence("with and without the KV cache") == (
         "The same 3 tokens with and without the KV cache."
@@ -243,7 +244,7 @@ def test_greedy_agreement_accepts_a_first_difference_at_a_near_tie_of_the_two_be
         asked.append(i)
         return torch.tensor(_logits(t3=4.0, t5=3.9998, t1=-4.0), dtype=torch.float64)
 
-    r = gl.greedy_agreement([1, 3, 0, 0], [1, 5, 6, 6], logits_at, tolerance=1e-4)
+    r = greedy_agreement([1, 3, 0, 0], [1, 5, 6, 6], logits_at, tolerance=1e-4)
     assert asked == [1] and r.first_difference == 1 and r.top_two
     assert r.gap == pytest.approx(0.0002 / 4.0) and r.agree and not r.identical
     text = r.sentence("with and without the KV cache")
@@ -252,31 +253,31 @@ def test_greedy_agreement_accepts_a_first_difference_at_a_near_tie_of_the_two_be
 
 
 def test_greedy_agreement_refuses_a_difference_that_is_no_tie():
-    wide = gl.greedy_agreement([3], [5], lambda i: _logits(t3=4.0, t5=3.0))
+    wide = greedy_agreement([3], [5], lambda i: _logits(t3=4.0, t5=3.0))
     assert wide.top_two and wide.gap == pytest.approx(0.25) and not wide.agree
     assert "more than 0.001" in wide.sentence("here")
     # The two tokens within the tolerance, but a third scored above one of them.
-    third = gl.greedy_agreement([3], [5], lambda i: _logits(t3=4.0, t5=3.9999, t7=4.0))
+    third = greedy_agreement([3], [5], lambda i: _logits(t3=4.0, t5=3.9999, t7=4.0))
     assert not third.top_two and not third.agree
     assert "not the two best" in third.sentence("here")
 
 
 def test_greedy_agreement_refuses_bad_input_by_name():
     with pytest.raises(ValueError, match="tokens has 2 tokens and reference 3"):
-        gl.greedy_agreement([1, 2], [1, 2, 3])
+        greedy_agreement([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="logits_at=None: the tokens differ at index 1"):
-        gl.greedy_agreement([1, 2], [1, 3])
+        greedy_agreement([1, 2], [1, 3])
     with pytest.raises(ValueError, match=r"logits_at\(1\) gave 2 logits: too few"):
-        gl.greedy_agreement([1, 2], [1, 3], lambda i: [0.0, 1.0])
+        greedy_agreement([1, 2], [1, 3], lambda i: [0.0, 1.0])
     with pytest.raises(ValueError, match="logits_at"):
-        gl.greedy_agreement([1, 2], [1, 3], lambda i: [0.0, float("nan"), 1.0, 2.0])
+        greedy_agreement([1, 2], [1, 3], lambda i: [0.0, float("nan"), 1.0, 2.0])
     with pytest.raises(TypeError, match="logits_at=3"):
-        gl.greedy_agreement([1], [1], 3)
+        greedy_agreement([1], [1], 3)
     with pytest.raises(ValueError, match="tolerance=2"):
-        gl.greedy_agreement([1], [1], tolerance=2)
+        greedy_agreement([1], [1], tolerance=2)
     with pytest.raises(ValueError, match=r"tokens=\[-1\] must hold token ids"):
-        gl.greedy_agreement([-1], [1])
+        greedy_agreement([-1], [1])
     with pytest.raises(TypeError, match="reference=\\[\\]"):
-        gl.greedy_agreement([1], [])
+        greedy_agreement([1], [])
     with pytest.raises(TypeError, match="what=5"):
-        gl.greedy_agreement([1], [1]).sentence(5)
+        greedy_agreement([1], [1]).sentence(5)

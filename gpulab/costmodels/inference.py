@@ -569,8 +569,8 @@ def greedy_agreement(
         ) from None
     if max(a[first], b[first]) >= len(scores):
         raise ValueError(
-            f"logits_at({first}) gave {len(scores)} logits: too few for token ids "
-            f"{a[first]} and {b[first]}"
+            f"logits_at({first}) gave {len(scores)} logits: too few for the token ids at "
+            f"index {first}, tokens[{first}]={a[first]} and reference[{first}]={b[first]}"
         )
     x, y = scores[a[first]], scores[b[first]]
     lower = min(x, y)
