@@ -9,7 +9,8 @@ to another host is aborted, so Pyodide and the package zip must come from the bo
   page's result is what CPython computes for the inputs the form holds.
 * A table of inputs (every calculator's defaults and examples) runs through the page's Python
   and through CPython: the same HTML and the same numbers.
-* Without JavaScript, each calculator shows its build-time result and one sentence saying why.
+* Without JavaScript, each calculator shows its build-time result and one sentence saying why;
+  opened as a file (where browsers refuse to start Python), it says how to serve the book.
 * On lab pages, each recorded ipywidget calculator is followed by a note linking to its live
   version.
 
@@ -274,6 +275,31 @@ def test_without_javascript_the_build_time_result_and_one_sentence_show(
                 assert state["status"].count(". ") == 0, state["status"]  # one sentence
                 assert state["text"] == _text_of(expected["html"]), (rel, name)
                 assert state["visible"] and state["all_disabled"], (rel, name, state)
+    finally:
+        context.close()
+
+
+def test_a_page_opened_as_a_file_says_how_to_serve_the_book(browser, book_html, calculator_pages):
+    """Browsers refuse a ``file://`` page's module import and fetch: the page says so up front."""
+    context = browser.new_context()
+    context.route(
+        "**/*",
+        lambda route: (
+            route.continue_()
+            if route.request.url.startswith("file:")
+            else route.abort("blockedbyclient")
+        ),
+    )
+    try:
+        page = context.new_page()
+        rel, names = next(iter(calculator_pages.items()))
+        page.goto((book_html / rel).as_uri(), wait_until="load")
+        for name in names:
+            state = _calculator_state_static(page, name)
+            assert state["status"].startswith("This page was opened as a file"), state["status"]
+            assert "python3 -m http.server -d _build/html" in state["status"]
+            assert state["text"] == _text_of(run(name, CALCULATORS[name].defaults())["html"])
+            assert state["visible"] and state["all_disabled"], (rel, name, state)
     finally:
         context.close()
 

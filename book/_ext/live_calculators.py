@@ -59,6 +59,10 @@ SCRIPT_TEXT = {
     "computed when the book was built.",
     "noWasm": "This calculator needs a browser with WebAssembly; shown here is its result for "
     "the values above, computed when the book was built.",
+    "fromFile": "This page was opened as a file, and browsers do not let a file start Python: "
+    "serve the book (python3 -m http.server -d _build/html) and open http://localhost:8000 to "
+    "use the calculator. Shown here is its result for the values above, computed when the book "
+    "was built.",
 }
 DEAD_WIDGET = (
     "On this page the controls above cannot respond: they need a running Python kernel (open "

@@ -101,6 +101,11 @@
       status(calc, say(calc, "noWasm"));
       return;
     }
+    // A page opened from disk may not import modules or fetch files (its origin is null).
+    if (window.location.protocol === "file:") {
+      status(calc, say(calc, "fromFile"));
+      return;
+    }
     calc.querySelectorAll("select, input").forEach((el) => {
       el.disabled = false;
     });
