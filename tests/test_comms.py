@@ -33,7 +33,9 @@ def test_registry_matches_the_fact_sheet():
     assert [link.bandwidth / 1e9 for link in gl.list_interconnects("pcie")] == [15.75, 31.5, 63]
     # NDR: 400 Gb/s per port = 50 GB/s.
     assert gl.interconnect("InfiniBand NDR").bandwidth == 50e9
+    # HDR: NVIDIA's ConnectX-6 manual gives "sub-600ns latency", the bound stored.
     assert gl.interconnect("IB HDR").latency_s == pytest.approx(0.6e-6)
+    assert "ConnectX6" in gl.interconnect("IB HDR").source_url
 
 
 @pytest.mark.parametrize(
