@@ -123,3 +123,22 @@ def test_the_least_disturbed_ceilings_take_each_roof_at_its_best():
         Ceilings.least_disturbed(busy, Ceilings("gpu", "fp32", 1e12, 1e11))
     with pytest.raises(TypeError, match="others"):
         Ceilings.least_disturbed(busy, "quiet")
+
+
+def test_the_difference_of_two_measurements_is_the_larger_relative_gap_of_the_roofs():
+    from gpulab.costmodels.roofline import Ceilings
+
+    quiet = Ceilings("cpu", "fp32", 60e9, 8e9, overhead_s=5e-6)
+    busy = Ceilings("cpu", "fp32", 40e9, 7e9, overhead_s=50e-6)
+    # Peak: 20/60; bandwidth: 1/8. The overhead, ten times larger, is not compared.
+    assert quiet.difference(busy) == pytest.approx(1 / 3)
+    assert busy.difference(quiet) == pytest.approx(1 / 3)
+    assert quiet.difference(quiet) == 0.0
+    bandwidth_only = Ceilings("cpu", "fp32", 60e9, 4e9)
+    assert quiet.difference(bandwidth_only) == pytest.approx(0.5)
+    with pytest.raises(ValueError, match="one device in one precision"):
+        quiet.difference(Ceilings("gpu", "fp32", 60e9, 8e9))
+    with pytest.raises(ValueError, match="one device in one precision"):
+        quiet.difference(Ceilings.from_spec("T4", "fp32"))
+    with pytest.raises(TypeError, match="other"):
+        quiet.difference("busy")

@@ -196,6 +196,48 @@ class Ceilings:
                                if len(runs) > 1 else ""),
         )  # fmt: skip
 
+    def difference(self, other: Ceilings) -> float:
+        """How far two measurements of one device's roofs differ: the larger relative gap.
+
+        Other programs' load lowers both roofs, so ceilings measured before and after a set of
+        kernels that differ by more than the measurement's own noise say that the load changed
+        while the kernels ran: timings and ceilings then no longer describe the same machine.
+
+        Parameters
+        ----------
+        other : Ceilings
+            Another measurement of the same device in the same precision.
+
+        Returns
+        -------
+        float
+            ``max(|Δpeak| / larger peak, |Δbandwidth| / larger bandwidth)``, from 0 (the same)
+            towards 1. The per-call overhead is left out: a few microseconds, it varies by
+            more than the roofs from one quiet measurement to the next.
+
+        Examples
+        --------
+        >>> from gpulab.costmodels.roofline import Ceilings
+        >>> before = Ceilings("cpu", "fp32", 150e9, 10e9)
+        >>> after = Ceilings("cpu", "fp32", 100e9, 9.5e9)
+        >>> round(before.difference(after), 3)
+        0.333
+        """
+        if not isinstance(other, Ceilings):
+            raise wrong_type("other", other, "Ceilings")
+        if (other.device_name, other.precision, other.measured) != (
+            self.device_name, self.precision, self.measured
+        ):
+            raise ValueError(
+                "difference() compares measurements of one device in one precision, got "
+                f"{self.device_name} {self.precision} and {other.device_name} {other.precision}"
+            )
+        return max(
+            abs(self.peak_flops - other.peak_flops) / max(self.peak_flops, other.peak_flops),
+            abs(self.memory_bandwidth - other.memory_bandwidth)
+            / max(self.memory_bandwidth, other.memory_bandwidth),
+        )
+
     @classmethod
     def from_spec(cls, spec: DeviceSpec | str, precision: str = "fp32") -> Ceilings:
         """The datasheet ceilings of a registry device (a prediction, not a measurement).
