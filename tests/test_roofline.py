@@ -138,7 +138,9 @@ def test_the_difference_of_two_measurements_is_the_larger_relative_gap_of_the_ro
     assert quiet.difference(bandwidth_only) == pytest.approx(0.5)
     with pytest.raises(ValueError, match="one device in one precision"):
         quiet.difference(Ceilings("gpu", "fp32", 60e9, 8e9))
-    with pytest.raises(ValueError, match="one device in one precision"):
+    with pytest.raises(ValueError, match=r"T4 fp32 \(datasheet\)"):
         quiet.difference(Ceilings.from_spec("T4", "fp32"))
+    with pytest.raises(ValueError, match=r"cpu fp32 \(measured\) and cpu fp32 \(datasheet\)"):
+        quiet.difference(Ceilings("cpu", "fp32", 60e9, 8e9, measured=False))
     with pytest.raises(TypeError, match="other"):
         quiet.difference("busy")

@@ -225,12 +225,13 @@ class Ceilings:
         """
         if not isinstance(other, Ceilings):
             raise wrong_type("other", other, "Ceilings")
-        if (other.device_name, other.precision, other.measured) != (
-            self.device_name, self.precision, self.measured
-        ):
+        mine = (self.device_name, self.precision, self.measured)
+        if (other.device_name, other.precision, other.measured) != mine:
+            kind = {True: "measured", False: "datasheet"}
             raise ValueError(
-                "difference() compares measurements of one device in one precision, got "
-                f"{self.device_name} {self.precision} and {other.device_name} {other.precision}"
+                "difference() compares two measurements of one device in one precision, got "
+                f"{self.device_name} {self.precision} ({kind[self.measured]}) and "
+                f"{other.device_name} {other.precision} ({kind[other.measured]})"
             )
         return max(
             abs(self.peak_flops - other.peak_flops) / max(self.peak_flops, other.peak_flops),
