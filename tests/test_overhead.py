@@ -4,6 +4,7 @@ measurements, a device's ceilings), the size it picks, and its prediction on thi
 from __future__ import annotations
 
 import math
+import statistics
 
 import pytest
 import torch
@@ -111,8 +112,19 @@ def test_bad_arguments_are_refused_by_name(call, error, match):
         call()
 
 
-def _best_of(fn, rounds=3) -> float:
-    return min(gl.benchmark(fn, min_run_time_s=0.05, num_threads=1).median_s for _ in range(rounds))
+def _doubling_ratio(step, b, pairs=7) -> float:
+    """Median over interleaved pairs of t(2b) / t(b).
+
+    Timing the two sizes in alternation lets both sides of each ratio share the machine's load
+    of the moment, and the median drops the pairs a burst of load hit on one side only.
+    """
+    one, two = step(b), step(2 * b)
+    ratios = []
+    for _ in range(pairs):
+        t_one = gl.benchmark(one, min_run_time_s=0.05, num_threads=1).median_s
+        t_two = gl.benchmark(two, min_run_time_s=0.05, num_threads=1).median_s
+        ratios.append(t_two / t_one)
+    return statistics.median(ratios)
 
 
 def test_on_this_cpu_the_model_from_measured_ceilings_tells_overhead_from_work():
@@ -121,8 +133,8 @@ def test_on_this_cpu_the_model_from_measured_ceilings_tells_overhead_from_work()
     On 16-element tensors the calls' fixed cost is all there is, and doubling the batch
     costs nothing; on 8 M elements (32 MiB per array, beyond the caches) the work is all
     there is, and doubling it doubles the time. The model from this CPU's measured ceilings
-    says both, and the measurement agrees (margins for a shared machine: ratios of the best of
-    several rounds, 1.4 against 1 and 1.6 against 2).
+    says both, and the measurement agrees (margins for a shared machine: the median ratio of
+    interleaved pairs, 1.4 against 1 and 1.6 against 2).
     """
     roof = gl.measure_ceilings("cpu", copy_bytes=2**25, matmul_n=256, min_run_time_s=0.05,
                                num_threads=1, repeats=1)
@@ -143,7 +155,7 @@ def test_on_this_cpu_the_model_from_measured_ceilings_tells_overhead_from_work()
     # lower bandwidth, which makes 16 elements' work a few percent of the calls' cost.
     assert model.ratio(small, 2 * small) < 1.2
     assert model.ratio(large, 2 * large) > 1.95
-    measured_small = _best_of(step(2 * small), rounds=5) / _best_of(step(small), rounds=5)
-    measured_large = _best_of(step(2 * large)) / _best_of(step(large))
+    measured_small = _doubling_ratio(step, small)
+    measured_large = _doubling_ratio(step, large, pairs=5)
     assert measured_small < 1.4, measured_small
     assert measured_large > 1.6, measured_large
