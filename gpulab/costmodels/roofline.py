@@ -179,14 +179,7 @@ class Ceilings:
         (60000000000.0, 9000000000.0, 5e-06)
         """
         runs = (first, *others)
-        for run in runs:
-            if not isinstance(run, Ceilings):
-                raise wrong_type("others", run, "Ceilings")
-        if len({(r.device_name, r.precision, r.measured) for r in runs}) != 1:
-            raise ValueError(
-                "least_disturbed() combines measurements of one device in one precision, got "
-                + ", ".join(f"{r.device_name} {r.precision}" for r in runs)
-            )
+        _one_device("least_disturbed() combines", "others", runs)
         return replace(
             first,
             peak_flops=max(r.peak_flops for r in runs),
@@ -223,16 +216,7 @@ class Ceilings:
         >>> round(before.difference(after), 3)
         0.333
         """
-        if not isinstance(other, Ceilings):
-            raise wrong_type("other", other, "Ceilings")
-        mine = (self.device_name, self.precision, self.measured)
-        if (other.device_name, other.precision, other.measured) != mine:
-            kind = {True: "measured", False: "datasheet"}
-            raise ValueError(
-                "difference() compares two measurements of one device in one precision, got "
-                f"{self.device_name} {self.precision} ({kind[self.measured]}) and "
-                f"{other.device_name} {other.precision} ({kind[other.measured]})"
-            )
+        _one_device("difference() compares two", "other", (self, other))
         return max(
             abs(self.peak_flops - other.peak_flops) / max(self.peak_flops, other.peak_flops),
             abs(self.memory_bandwidth - other.memory_bandwidth)
@@ -324,6 +308,22 @@ class Ceilings:
             f"{format_rate(self.memory_bandwidth, 'B/s')}, ridge point "
             f"{self.ridge_point:.3g} FLOP/byte{overhead}"
         )
+
+
+def _one_device(call: str, parameter: str, runs: tuple) -> None:
+    """Refuse ``runs`` unless all are ``Ceilings`` of one device, precision and kind.
+
+    ``call`` begins the message ("difference() compares two"); ``parameter`` names the
+    argument a wrong type came in.
+    """
+    for run in runs:
+        if not isinstance(run, Ceilings):
+            raise wrong_type(parameter, run, "Ceilings")
+    if len({(r.device_name, r.precision, r.measured) for r in runs}) != 1:
+        got = [f"{r.device_name} {r.precision} ({'measured' if r.measured else 'datasheet'})"
+               for r in runs]
+        raise ValueError(f"{call} measurements of one device in one precision, got "
+                         f"{', '.join(got[:-1])} and {got[-1]}")
 
 
 @dataclass(frozen=True)
