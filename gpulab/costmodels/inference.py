@@ -20,8 +20,10 @@ from gpulab._checks import (
     choice,
     finite_number,
     finite_result,
+    flag,
     fraction,
     function,
+    non_negative_int,
     non_negative_number,
     positive_int,
     positive_number,
@@ -414,6 +416,40 @@ class GreedyAgreement:
     gap: float | None
     top_two: bool
     tolerance: float
+
+    def __post_init__(self) -> None:
+        positive_int("n_tokens", self.n_tokens)
+        flag("top_two", self.top_two)
+        fraction("tolerance", self.tolerance)
+        if self.first_difference is None:
+            if self.gap is not None:
+                raise ValueError(
+                    f"gap={self.gap!r} with first_difference=None: a gap is measured at a "
+                    "first difference; give None when every token is the same"
+                )
+            if not self.top_two:
+                raise ValueError(
+                    "top_two=False with first_difference=None: when every token is the same "
+                    "there is no pair of tokens to rank, and top_two is True"
+                )
+            return
+        non_negative_int("first_difference", self.first_difference)
+        if self.first_difference >= self.n_tokens:
+            raise ValueError(
+                f"first_difference={self.first_difference!r} must be below "
+                f"n_tokens={self.n_tokens!r}: it is the index of a token"
+            )
+        if self.gap is None:
+            raise ValueError(
+                f"gap=None with first_difference={self.first_difference!r}: the tokens "
+                "differ, so the gap between their logits is needed"
+            )
+        gap = non_negative_number("gap", self.gap)
+        if gap > 2:
+            raise ValueError(
+                f"gap={self.gap!r} must be at most 2: two logits are at most twice the "
+                "largest |logit| apart"
+            )
 
     @property
     def identical(self) -> bool:

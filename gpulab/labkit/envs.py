@@ -22,7 +22,16 @@ from dataclasses import dataclass
 
 import torch
 
-from gpulab._checks import choice, flag, non_negative_int, positive_int, wrong_type
+from gpulab._checks import (
+    MAX_GAMES,
+    MAX_SEED,
+    at_most,
+    choice,
+    flag,
+    non_negative_int,
+    positive_int,
+    wrong_type,
+)
 from gpulab.measure.device import torch_device
 
 __all__ = ["LINES", "Rollout", "TicTacToe", "evaluate", "reference_step", "rollout"]
@@ -43,14 +52,14 @@ class TicTacToe:
     Parameters
     ----------
     n_envs : int
-        Games played side by side.
+        Games played side by side, at most ``MAX_GAMES`` (2**26).
     device : str or torch.device
         Where the boards live (``"cpu"``, ``"cuda"``).
     opponent : {"random", "first"}
         The opponent's rule: a uniformly random empty cell, or the first empty cell
         (deterministic; used by the tests).
     seed : int
-        Seed of the opponent's random generator.
+        Seed of the opponent's random generator, from 0 to ``MAX_SEED`` (2**32 - 1).
     auto_reset : bool
         Start a new game in an environment as soon as its game ends (the usual choice
         for throughput). With False, a finished game stays finished until :meth:`reset`,
@@ -87,8 +96,9 @@ class TicTacToe:
         auto_reset: bool = True,
     ):
         self.n_envs = positive_int("n_envs", n_envs)
+        at_most("n_envs", n_envs, MAX_GAMES, "games played side by side")
         self.opponent = choice("opponent", opponent, _OPPONENTS)
-        seed = non_negative_int("seed", seed)
+        seed = at_most("seed", non_negative_int("seed", seed), MAX_SEED, "a seed: 2**32 - 1")
         self.auto_reset = flag("auto_reset", auto_reset)
         self.device = torch_device(device)
         self.generator = torch.Generator(device=self.device).manual_seed(seed)
@@ -232,11 +242,55 @@ class Rollout:
         Whether the game was still running at each move.
     returns : tensor, shape (n_envs,)
         Final reward of each game: +1 win, 0 draw, −1 loss.
+
+    Raises
+    ------
+    TypeError
+        For a field that is not a tensor, or of the wrong dtype.
+    ValueError
+        For shapes that do not agree, a return other than −1, 0 or 1, or a log-probability
+        above 0 or NaN.
     """
 
     log_probs: torch.Tensor
     active: torch.Tensor
     returns: torch.Tensor
+
+    def __post_init__(self) -> None:
+        for name in ("log_probs", "active", "returns"):
+            if not isinstance(getattr(self, name), torch.Tensor):
+                raise wrong_type(name, getattr(self, name), "a tensor")
+        if not self.log_probs.is_floating_point():
+            raise TypeError(f"log_probs has dtype {self.log_probs.dtype}; give log-probabilities")
+        if self.active.dtype != torch.bool:
+            raise TypeError(f"active has dtype {self.active.dtype}; give a bool tensor")
+        if self.returns.is_complex() or self.returns.dtype == torch.bool:
+            raise TypeError(f"returns has dtype {self.returns.dtype}; give each game's reward")
+        if self.log_probs.dim() != 2:
+            raise ValueError(
+                f"log_probs has shape {tuple(self.log_probs.shape)}; expected (moves, n_envs)"
+            )
+        if self.active.shape != self.log_probs.shape:
+            raise ValueError(
+                f"active has shape {tuple(self.active.shape)}, log_probs "
+                f"{tuple(self.log_probs.shape)}: one flag per move of each game"
+            )
+        if self.returns.shape != self.log_probs.shape[1:]:
+            raise ValueError(
+                f"returns has shape {tuple(self.returns.shape)}; expected "
+                f"({self.log_probs.shape[1]},), one reward per game"
+            )
+        with torch.no_grad():
+            if not bool(((self.returns == -1) | (self.returns == 0) | (self.returns == 1)).all()):
+                raise ValueError(
+                    f"returns={self.returns.tolist()!r:.80} must hold each game's final reward: "
+                    "-1, 0 or 1"
+                )
+            if not bool((self.log_probs <= 0).all()):  # NaN fails this too
+                raise ValueError(
+                    f"log_probs={self.log_probs.tolist()!r:.80} must hold log-probabilities: "
+                    "0 or below"
+                )
 
     @property
     def moves(self) -> int:
