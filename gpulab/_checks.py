@@ -442,6 +442,19 @@ MAX_RANKS = 1024
 MAX_PLOTTED = 1e100
 #: A device's index (``"cuda:N"``) is below this: torch keeps it in 8 bits.
 MAX_DEVICE_INDEX = 128
+#: A seed (``seed``): NumPy's global generator takes 0 to 2**32 - 1, and every seed of the
+#: course keeps to its range.
+MAX_SEED = 2**32 - 1
+#: Features or channels of one layer of a network the labs build, and a convolution's stride
+#: (``hidden``, ``width``, ``c_in``, ``num_classes``, ``stride``): 65_536, far wider than
+#: BERT-base's widest layer (3_072) or ResNet-50's (2_048).
+MAX_LAYER_WIDTH = 2**16
+#: Blocks in one stage of a ResNet (each entry of ``layers``): ResNet-152's deepest stage
+#: has 36.
+MAX_BLOCKS = 1_000
+#: Games a vectorised board game plays side by side (``n_envs``): 32 times the largest
+#: batch of games the AlphaGo lab plays (2**21).
+MAX_GAMES = 2**26
 
 __all__ += ["at_most", "finite_result"]
 

@@ -20,14 +20,13 @@ from gpulab._checks import (
     MAX_ARRAY_BYTES,
     MAX_RUN_TIME_S,
     MAX_SAMPLES,
+    MAX_SEED,
     at_most,
     non_negative_int,
     non_negative_number,
     positive_int,
     wrong_type,
 )
-
-_MAX_SEED = 2**32 - 1  # as for gpulab.seed_everything
 
 __all__ = ["SyntheticDataset"]
 
@@ -86,7 +85,7 @@ class SyntheticDataset:
         self.n, self.shape, self.n_classes = n, tuple(int(size) for size in shape), n_classes
         self.load_s = non_negative_number("load_s", load_s)
         at_most("load_s", self.load_s, MAX_RUN_TIME_S, "a sample's wait", unit="s")
-        self.seed = at_most("seed", non_negative_int("seed", seed), _MAX_SEED, "a seed")
+        self.seed = at_most("seed", non_negative_int("seed", seed), MAX_SEED, "a seed: 2**32 - 1")
 
     def __len__(self) -> int:
         return self.n

@@ -22,7 +22,15 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
-from gpulab._checks import flag, non_negative_int, positive_int, wrong_type
+from gpulab._checks import (
+    MAX_BLOCKS,
+    MAX_LAYER_WIDTH,
+    at_most,
+    flag,
+    non_negative_int,
+    positive_int,
+    wrong_type,
+)
 
 __all__ = [
     "BERT_BASE",
@@ -54,10 +62,20 @@ def count_parameters(model: nn.Module) -> int:
     return sum(p.numel() for p in model.parameters())
 
 
-def _block_args(c_in, width, stride) -> None:
-    positive_int("c_in", c_in)
-    positive_int("width", width)
-    positive_int("stride", stride)
+def _layer_size(name: str, value) -> int:
+    """A layer's features, channels or stride: a positive int of at most ``MAX_LAYER_WIDTH``."""
+    return at_most(name, positive_int(name, value), MAX_LAYER_WIDTH, "features of one layer")
+
+
+def _block_args(c_in, width, stride, expansion: int) -> None:
+    _layer_size("c_in", c_in)
+    _layer_size("width", width)
+    _layer_size("stride", stride)
+    if width * expansion > MAX_LAYER_WIDTH:
+        raise ValueError(
+            f"width={width!r} gives {width * expansion:_} output channels ({expansion} x "
+            f"width), more than {MAX_LAYER_WIDTH:_} (features of one layer)"
+        )
 
 
 # --------------------------------------------------------------------------- ResNet
@@ -72,12 +90,16 @@ def _conv1x1(c_in: int, c_out: int, stride: int = 1) -> nn.Conv2d:
 
 
 class BasicBlock(nn.Module):
-    """Two 3×3 convolutions with a shortcut (ResNet-18 and -34)."""
+    """Two 3×3 convolutions with a shortcut (ResNet-18 and -34).
+
+    ``c_in`` input channels, ``width`` output channels and ``stride``: positive ints of at
+    most ``MAX_LAYER_WIDTH`` (65_536).
+    """
 
     expansion = 1
 
     def __init__(self, c_in: int, width: int, stride: int = 1):
-        _block_args(c_in, width, stride)
+        _block_args(c_in, width, stride, self.expansion)
         super().__init__()
         c_out = width * self.expansion
         self.conv1 = _conv3x3(c_in, width, stride)
@@ -97,12 +119,17 @@ class BasicBlock(nn.Module):
 
 
 class Bottleneck(nn.Module):
-    """1×1 reduce, 3×3 (carrying the stride: "v1.5"), 1×1 expand ×4, with a shortcut."""
+    """1×1 reduce, 3×3 (carrying the stride: "v1.5"), 1×1 expand ×4, with a shortcut.
+
+    ``c_in`` input channels, ``width`` (the 3×3's channels; the block puts out 4 × width)
+    and ``stride``: positive ints, the channels of each layer at most ``MAX_LAYER_WIDTH``
+    (65_536).
+    """
 
     expansion = 4
 
     def __init__(self, c_in: int, width: int, stride: int = 1):
-        _block_args(c_in, width, stride)
+        _block_args(c_in, width, stride, self.expansion)
         super().__init__()
         c_out = width * self.expansion
         self.conv1 = _conv1x1(c_in, width)
@@ -132,13 +159,17 @@ class ResNet(nn.Module):
     block : BasicBlock or Bottleneck
         The block type.
     layers : sequence of int
-        Blocks per stage, e.g. ``(3, 4, 6, 3)`` for ResNet-50.
+        Blocks per stage, e.g. ``(3, 4, 6, 3)`` for ResNet-50; each at most ``MAX_BLOCKS``
+        (1_000).
     num_classes : int
-        Outputs of the classifier.
+        Outputs of the classifier, at most ``MAX_LAYER_WIDTH`` (65_536).
     in_channels : int
-        Channels of the input images (3 for RGB, 1 for greyscale).
+        Channels of the input images (3 for RGB, 1 for greyscale), at most
+        ``MAX_LAYER_WIDTH``.
     width : int
-        Channels of the first stage (64 in the paper); stage *i* has ``width · 2**i``.
+        Channels of the first stage (64 in the paper); stage *i* has ``width · 2**i``, and a
+        block of the last stage puts out ``width · 2**(len(layers) - 1)`` times the block's
+        expansion (1 or 4) channels, at most ``MAX_LAYER_WIDTH``.
     small_input : bool
         For images of 8–32 pixels: a 3×3 stride-1 stem without max-pooling instead of the
         7×7 stride-2 stem and 3×3 max-pool that shrink a 224×224 image four times.
@@ -165,10 +196,26 @@ class ResNet(nn.Module):
             raise wrong_type("layers", layers, "a non-empty sequence of positive ints")
         if len(layers) == 0 or any(n < 1 for n in layers):
             raise ValueError(f"layers={layers!r} must be a non-empty sequence of positive ints")
-        positive_int("num_classes", num_classes)
-        positive_int("in_channels", in_channels)
-        positive_int("width", width)
+        if max(layers) > MAX_BLOCKS:
+            raise ValueError(
+                f"layers={layers!r:.80} has a stage of more than {MAX_BLOCKS:_} blocks; at "
+                f"most {MAX_BLOCKS:_} blocks per stage"
+            )
+        _layer_size("num_classes", num_classes)
+        _layer_size("in_channels", in_channels)
+        _layer_size("width", width)
         flag("small_input", small_input)
+        # the last stage's blocks put out width * 2**(stages - 1) * expansion channels
+        widest = width * block.expansion
+        if len(layers) > MAX_LAYER_WIDTH.bit_length() or widest << (len(layers) - 1) > (
+            MAX_LAYER_WIDTH
+        ):
+            raise ValueError(
+                f"width={width!r} with {len(layers)} stage{'s' * (len(layers) != 1)} in "
+                f"layers: the last stage would have width x 2**{len(layers) - 1} x "
+                f"{block.expansion} channels, more than {MAX_LAYER_WIDTH:_} (features of one "
+                "layer); use fewer stages or a smaller width"
+            )
         if small_input:
             self.stem = nn.Sequential(
                 _conv3x3(in_channels, width), nn.BatchNorm2d(width), nn.ReLU(inplace=True)
@@ -465,6 +512,8 @@ class PolicyNet(nn.Module):
     hidden : int
         Width of the hidden layer.
 
+    Each is a positive int of at most ``MAX_LAYER_WIDTH`` (65_536).
+
     Examples
     --------
     >>> import torch
@@ -478,7 +527,7 @@ class PolicyNet(nn.Module):
     def __init__(self, n_inputs: int, n_actions: int, hidden: int = 64):
         super().__init__()
         for name, value in (("n_inputs", n_inputs), ("n_actions", n_actions), ("hidden", hidden)):
-            positive_int(name, value)
+            _layer_size(name, value)
         self.net = nn.Sequential(
             nn.Linear(n_inputs, hidden), nn.ReLU(), nn.Linear(hidden, n_actions)
         )

@@ -9,9 +9,8 @@ from __future__ import annotations
 import datetime as _dt
 import random
 
-from gpulab._checks import non_negative_int, wrong_type
+from gpulab._checks import MAX_SEED, at_most, non_negative_int, wrong_type
 
-_MAX_SEED = 2**32 - 1
 _REQUIRED = ("date", "device", "gpulab", "python")  # what provenance_line writes out
 
 __all__ = ["provenance", "provenance_line", "seed_everything"]
@@ -76,13 +75,12 @@ def provenance_line(record: dict | None = None) -> str:
 def seed_everything(seed: int = 0) -> None:
     """Seed Python's, NumPy's and torch's random generators so lab outputs reproduce.
 
-    ``seed`` is an integer from 0 to 2**32 - 1 (the range NumPy's global generator takes).
+    ``seed`` is an integer from 0 to ``MAX_SEED`` (2**32 - 1, the range NumPy's global
+    generator takes).
     """
     import numpy as np
 
-    seed = non_negative_int("seed", seed)
-    if seed > _MAX_SEED:
-        raise ValueError(f"seed={seed!r} must be at most 2**32 - 1")
+    seed = at_most("seed", non_negative_int("seed", seed), MAX_SEED, "a seed: 2**32 - 1")
     random.seed(seed)
     np.random.seed(seed)
     try:
