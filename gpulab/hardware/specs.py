@@ -148,10 +148,17 @@ class DeviceSpec:
         if self.sm_count is not None:
             positive_int("sm_count", self.sm_count)
         positive_int("gpus_per_package", self.gpus_per_package)
+        direction = self.interconnect_direction
         if self.interconnect_bandwidth is None:
-            choice("interconnect_direction", self.interconnect_direction, ("",))
+            if isinstance(direction, str) and direction in LINK_DIRECTIONS:
+                raise ValueError(
+                    f"interconnect_direction={direction!r} with interconnect_bandwidth=None: a "
+                    "direction says what a bandwidth counts; give the bandwidth, or leave the "
+                    "direction ''"
+                )
+            choice("interconnect_direction", direction, ("",))
         else:
-            choice("interconnect_direction", self.interconnect_direction, LINK_DIRECTIONS)
+            choice("interconnect_direction", direction, LINK_DIRECTIONS)
         if not isinstance(self.peak_flops, dict):
             raise wrong_type("peak_flops", self.peak_flops, "a dict of precision to FLOP/s")
         for key, value in self.peak_flops.items():

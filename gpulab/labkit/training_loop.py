@@ -65,7 +65,7 @@ class TrainStats:
         Samples processed (each micro-batch's first dimension, summed), warm-up included.
     time_s : float
         Wall-clock seconds of the timed steps (after warm-up), read after synchronizing
-        the device.
+        the device; above 0 when any step was timed.
     losses : list of float
         Loss of each optimizer step (the mean over its micro-batches): one per step.
     warmup_steps : int
@@ -114,6 +114,11 @@ class TrainStats:
             raise ValueError(
                 f"warmup_steps={self.warmup_steps!r} must be at most steps={self.steps!r}"
             )
+        if self.warmup_steps < self.steps and self.time_s == 0:
+            raise ValueError(
+                f"time_s=0 with {self.steps - self.warmup_steps} of {self.steps} steps timed "
+                f"(warmup_steps={self.warmup_steps!r}): timed steps take time"
+            )
         if self.warmup_samples > self.samples:
             raise ValueError(
                 f"warmup_samples={self.warmup_samples!r} must be at most "
@@ -134,11 +139,16 @@ class TrainStats:
         ValueError
             When no step was timed (the run was all warm-up): there is no rate to report.
         """
-        if self.time_s <= 0 or self.timed_samples <= 0:
+        if self.warmup_steps >= self.steps:
             raise ValueError(
                 f"no step was timed: all {self.steps} steps were warm-up "
                 f"(warmup_steps={self.warmup_steps}); train for more steps or pass "
                 "warmup_steps=0 to time them all"
+            )
+        if self.timed_samples <= 0:
+            raise ValueError(
+                f"timed_samples=0: the {self.steps - self.warmup_steps} timed steps processed "
+                f"no samples (samples={self.samples}, warmup_samples={self.warmup_samples})"
             )
         return self.timed_samples / self.time_s
 
@@ -259,7 +269,8 @@ def train(
         most ``MAX_STEPS`` (10**9).
     warmup_steps : int
         Optimizer steps that train but are not timed (see :class:`TrainStats`); the clock
-        starts after them. 0 times every step.
+        starts after them. 0 times every step. Below ``max_steps`` when that is given, and at
+        most ``MAX_STEPS`` (10**9).
     max_steps : int, optional
         Stop after this many optimizer steps.
     progress : bool
@@ -281,8 +292,9 @@ def train(
         pair of tensors.
     ValueError
         For a non-positive ``epochs``/``accumulation_steps``/``max_steps``, a negative
-        ``warmup_steps``, an unknown ``precision`` or device name, a one-shot iterator with
-        ``epochs > 1``, no batches, or a batch of the wrong length.
+        ``warmup_steps`` or one of at least ``max_steps``, a count above its limit, an
+        unknown ``precision`` or device name, a one-shot iterator with ``epochs > 1``, no
+        batches, or a batch of the wrong length.
 
     Examples
     --------
@@ -305,9 +317,15 @@ def train(
     if max_steps is not None:
         positive_int("max_steps", max_steps)
     warmup_steps = non_negative_int("warmup_steps", warmup_steps)
+    at_most("warmup_steps", warmup_steps, MAX_STEPS, "steps counted in one number")
+    if max_steps is not None and warmup_steps >= max_steps:
+        raise ValueError(
+            f"warmup_steps={warmup_steps!r} with max_steps={max_steps!r}: every step would be "
+            "warm-up and none timed; give fewer warm-up steps, or warmup_steps=0 to time them all"
+        )
     dtype = _autocast_dtype(precision)
     text("desc", desc)
-    if not isinstance(batches, Iterable):
+    if not isinstance(batches, Iterable) or isinstance(batches, (str, bytes)):
         raise wrong_type("batches", batches, "an iterable of (inputs, targets) pairs")
     flag("progress", progress)
     if not isinstance(model, torch.nn.Module):
