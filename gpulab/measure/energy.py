@@ -200,6 +200,30 @@ def _nvml_reason(exc: BaseException, doing: str) -> str:
     return f"NVML failed to {doing}: {type(exc).__name__}: {exc}"
 
 
+#: The functions of the ``pynvml`` module an :class:`EnergyMeter` calls; a stand-in for the
+#: module (``nvml=``) must have each of them.
+NVML_FUNCTIONS = (
+    "nvmlInit",
+    "nvmlShutdown",
+    "nvmlDeviceGetHandleByIndex",
+    "nvmlDeviceGetName",
+    "nvmlDeviceGetTotalEnergyConsumption",
+    "nvmlDeviceGetPowerUsage",
+)
+
+
+def _check_nvml(nvml) -> None:
+    """Refuse an ``nvml`` stand-in without the functions of ``pynvml`` the meter calls."""
+    if nvml is None:
+        return
+    missing = [name for name in NVML_FUNCTIONS if not callable(getattr(nvml, name, None))]
+    if missing:
+        raise TypeError(
+            f"nvml={nvml!r:.60} must be None (the pynvml module) or a stand-in for pynvml "
+            f"with its functions; it lacks {', '.join(missing)}"
+        )
+
+
 def _default_nvml():
     try:
         import pynvml
@@ -252,6 +276,7 @@ class EnergyMeter:
             raise wrong_type("warmup_fn", warmup_fn, "a callable taking no arguments, or None")
         if cores is not None:
             positive_int("cores", cores)
+        _check_nvml(nvml)
         flag("verbose", verbose)
         if device is not None:
             _parse_device(device)  # refuse a device it cannot use now, not on entry
@@ -504,7 +529,8 @@ def measure_energy(
         CPU cores the job uses (CPU estimates); default: the physical cores this process
         may use.
     nvml : object, optional
-        Stand-in for the ``pynvml`` module (tests pass a fake).
+        Stand-in for the ``pynvml`` module (tests pass a fake): an object with each function
+        of :data:`NVML_FUNCTIONS`. Default: ``pynvml`` itself, where it is installed.
     interval_s : float
         Seconds between power samples when the GPU has no energy counter, at most
         ``MAX_RUN_TIME_S`` (600 s).
