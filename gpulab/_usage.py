@@ -23,6 +23,14 @@ def _reason(err: OSError) -> str:
     return (err.strerror or str(err)).lower()
 
 
+def _file_above(path: Path) -> Path | None:
+    """The nearest existing path above ``path`` if it is not a folder (a file, a broken link)."""
+    for parent in path.parents:
+        if parent.exists() or parent.is_symlink():
+            return None if parent.is_dir() else parent
+    return None
+
+
 def existing_folder(option: str, path: Path, what: str) -> Path:
     """``path`` if it is a folder; otherwise a :class:`UsageError` naming ``option``."""
     if not path.is_dir():
@@ -37,10 +45,17 @@ def writable_folder(option: str, path: Path) -> Path:
     Raises
     ------
     UsageError
-        When ``path`` is a file, cannot be created, or does not accept new files.
+        When ``path`` or a folder above it is a file, or ``path`` cannot be created, or does
+        not accept new files.
     """
     if path.exists() and not path.is_dir():
         raise UsageError(f"{option} {path} is a file; give a folder to write into")
+    blocking = _file_above(path)
+    if blocking is not None:
+        raise UsageError(
+            f"cannot write into {option} {path}: {blocking} is not a folder; give a "
+            "folder you can write to"
+        )
     try:
         path.mkdir(parents=True, exist_ok=True)
         with tempfile.TemporaryFile(dir=path):
@@ -61,10 +76,17 @@ def writable_file(option: str, path: Path) -> Path:
     Raises
     ------
     UsageError
-        When ``path`` is a folder, or cannot be created or opened for writing.
+        When ``path`` is a folder, a folder above it is a file, or it cannot be created or
+        opened for writing.
     """
     if path.is_dir():
         raise UsageError(f"{option} {path} is a folder; give a file name, e.g. {path / 'x.json'}")
+    blocking = _file_above(path)
+    if blocking is not None:
+        raise UsageError(
+            f"cannot write {option} {path}: {blocking} is not a folder; give a file "
+            "in a folder you can write to"
+        )
     existed = path.exists()
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

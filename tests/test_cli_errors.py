@@ -56,7 +56,10 @@ CASES = {
     "stamp_missing_root": (["stamp", "--root", "/nonexistent"], "--root /nonexistent does not"),
     "stamp_root_not_the_course": (["stamp", "--root", "empty"], "has no _config.yml"),
     "student_onto_a_file": (["student", "afile", "--notebooks", "labs"], "afile is a file"),
-    "student_under_a_file": (["student", "afile/out", "--notebooks", "labs"], "cannot write into"),
+    "student_under_a_file": (
+        ["student", "afile/out", "--notebooks", "labs"],
+        "cannot write into outdir afile/out: afile is not a folder",
+    ),
     "student_unwritable": (
         ["student", str(UNWRITABLE), "--notebooks", "labs"],
         "cannot write into outdir",
@@ -69,7 +72,15 @@ CASES = {
     ),
     "student_into_the_labs": (["student", "labs", "--notebooks", "labs"], "labs' own folder"),
     "bench_out_a_folder": (["bench", "--quick", "--out", "empty"], "--out empty is a folder"),
-    "bench_out_under_a_file": (["bench", "--quick", "--out", "afile/r.json"], "cannot write"),
+    "bench_out_under_a_file": (
+        ["bench", "--quick", "--out", "afile/r.json"],
+        "cannot write --out afile/r.json: afile is not a folder",
+    ),
+    # a file of the system's, not one the test made: the message names it, not "file exists"
+    "bench_out_under_a_system_file": (
+        ["bench", "--quick", "--out", "/proc/version/x.json"],
+        "/proc/version is not a folder",
+    ),
     "bench_out_unwritable": (
         ["bench", "--quick", "--out", str(UNWRITABLE / "r.json")],
         "cannot write --out",
@@ -82,6 +93,8 @@ def test_a_command_line_mistake_is_one_line_and_exit_status_2(tmp_path, case):
     argv, says = CASES[case]
     if str(UNWRITABLE) in " ".join(argv) and not Path("/sys/kernel").is_dir():
         pytest.skip("needs Linux's /sys as a folder that refuses new files")
+    if "/proc/version/x.json" in argv and not Path("/proc/version").is_file():
+        pytest.skip("needs Linux's /proc/version, a file")
     _setup(tmp_path)
     before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
     env = dict(
