@@ -554,6 +554,11 @@ BASELINES = {
         {"tolerance": 1e-3},
     ),
     "GenerationTiming": lambda: _fields(gl.generation_timing(0.0, [0.5, 0.6])),
+    "GreedyAgreement": lambda: _fields(
+        gl.costmodels.inference.greedy_agreement(
+            [5, 1, 0], [5, 2, 3], lambda i: [0.1, 2.0, 1.9995, -1.0]
+        )
+    ),
     # ---- scoreboard
     "Scoreboard": lambda: ((gl.measure.bench.BenchResult((1e-3,), 1),), dict(label="baseline")),
     "faster_beyond_noise": lambda: (
@@ -593,7 +598,6 @@ BASELINES = {
 EXCLUDED: dict[str, str] = {
     "ClaimError": "an exception class (AssertionError), raised by claim, not called by a user",
     "NoiseTest": "a result record that faster_beyond_noise builds; not called by a user",
-    "GreedyAgreement": "a result record that greedy_agreement builds; not called by a user",
 }
 
 #: Valid calls not run as such (each parameter is still checked with a bad value).
@@ -1032,7 +1036,7 @@ KINDS: dict[str, dict] = {
         "spec": "spec",
         "cores": "count",
         "interval_s": "pos",
-        "nvml": None,
+        "nvml": [object(), 42, "pynvml"],  # None (pynvml) or a stand-in with its functions
         "warmup_fn": [42, "later"],  # a function to call first, or None
     },
     "measure_energy": {
@@ -1040,7 +1044,7 @@ KINDS: dict[str, dict] = {
         "spec": "spec",
         "cores": "count",
         "interval_s": "pos",
-        "nvml": None,
+        "nvml": [object(), 42, "pynvml"],  # None (pynvml) or a stand-in with its functions
         "warmup_fn": [42, "later"],  # a function to call first, or None
     },
     "PowerAssumption": {"watts": "pos"},
@@ -1230,6 +1234,12 @@ KINDS: dict[str, dict] = {
     "generation_timing": {"start_s": "real"},
     "greedy_agreement": {"logits_at": None, "tolerance": "frac"},
     "GenerationTiming": {"n_tokens": "count"},
+    "GreedyAgreement": {
+        "n_tokens": "count",
+        "first_difference": "count0",  # None too, when the tokens are the same
+        "gap": "nonneg",  # at most 2; None when the tokens are the same
+        "tolerance": "frac",
+    },
     "get_spec": {"name": "spec"},
     "train": {
         "model": [42],

@@ -36,6 +36,7 @@ from numbers import Integral, Real
 import numpy as np
 import pytest
 import test_api_contract as contract  # tests/ is on sys.path, as for gym_solutions
+import test_api_contract_models as models
 
 from gpulab import _checks
 
@@ -97,7 +98,10 @@ LIMITS: dict[str, dict[str, Limit]] = {
         "epochs": Limit("MAX_EPOCHS"),
         # one batch: a single, incomplete group of micro-batches, stepped at the end
         "accumulation_steps": Limit("MAX_STEPS", at_limit_is_cheap=True),
+        # one batch: one step, all of it warm-up
+        "warmup_steps": Limit("MAX_STEPS", at_limit_is_cheap=True),
     },
+    "seed_everything": {"seed": Limit("MAX_SEED", at_limit_is_cheap=True)},
     # the valid call has 2 stages, so it may simulate half the micro-batches
     "simulate_pipeline": {"n_microbatches": Limit("MAX_SIMULATED", True, divisor=2)},
     "stage_times_from_measurement": {"n_stages": Limit("MAX_SIMULATED", True)},
@@ -114,6 +118,7 @@ LIMITS: dict[str, dict[str, Limit]] = {
     "SyntheticDataset": {
         "n": Limit("MAX_SAMPLES", at_limit_is_cheap=True),
         "load_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True),
+        "seed": Limit("MAX_SEED", at_limit_is_cheap=True),
     },
     # on a CPU the meter only reads the clock: no sampling thread waits
     "EnergyMeter": {"interval_s": Limit("MAX_RUN_TIME_S", at_limit_is_cheap=True)},
@@ -328,6 +333,7 @@ def test_every_limit_is_documented_and_checked():
     used = {limit.constant for limits in LIMITS.values() for limit in limits.values()}
     used.add("MAX_DEVICE_INDEX")  # test_a_device_index_has_a_limit
     used.add("MAX_RECORDING_BUDGET_S")  # tests/test_record.py: record_all's budget_s
+    used.update(models.LIMITED)  # tests/test_api_contract_models.py: networks and the game
     assert constants == used, (
         f"limits not checked here: {sorted(constants - used)}; "
         f"unknown in gpulab._checks: {sorted(used - constants)}"

@@ -407,6 +407,15 @@ INCONSISTENT = {
         dict(faster=True, p_value=0.001, n_before=1),
     ],
     "TimeToTrain": [dict(step=None), dict(link=None)],
+    "TrainStats": [dict(steps=3, losses=[1.0, 0.5, 0.4], warmup_steps=1, time_s=0.0)],
+    "GreedyAgreement": [
+        dict(first_difference=None),  # a gap with no difference
+        dict(gap=None),  # a difference with no gap
+        dict(first_difference=3),  # past the last of 3 tokens
+        dict(first_difference=None, gap=None, top_two=False),
+        dict(gap=2.5),  # two logits are at most twice the largest |logit| apart
+    ],
+    "DeviceSpec": [dict(interconnect_bandwidth=None, interconnect_direction="both")],
     "ScalingEstimate": [dict(prediction=_no_step_prediction)],  # made when the test runs
     "RingStep": [dict(contributions=np.ones((3, 3), dtype=int)), dict(buffers=np.zeros(4))],
 }
