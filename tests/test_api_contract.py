@@ -1250,7 +1250,7 @@ KINDS: dict[str, dict] = {
         "precision": "choice",
         "warmup_steps": "count0",
         "optimizer": [42],
-        "batches": [42],
+        "batches": [42, "3"],  # a str is iterable, but its characters are not batches
     },
     # NaN, infinite and negative losses are valid records (a diverging run, a negative
     # log-likelihood), so only the type of the list and its elements is checked.

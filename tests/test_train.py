@@ -166,6 +166,9 @@ def test_inconsistent_stats_are_refused(kwargs, match):
         ({"precision": torch.bfloat16}, TypeError, "precision=torch.bfloat16"),
         ({"warmup_steps": -1}, ValueError, "warmup_steps=-1"),
         ({"warmup_steps": 1.0}, TypeError, "warmup_steps=1.0"),
+        # every step would be warm-up: nothing left to time
+        ({"warmup_steps": 2, "max_steps": 2}, ValueError, "warmup_steps=2 with max_steps=2"),
+        ({"warmup_steps": 10**30}, ValueError, "warmup_steps=1.000e.30 must be at most"),
         ({"epochs": True}, TypeError, "epochs=True"),
         ({"progress": "no"}, TypeError, "progress='no'"),
         ({"optimizer": "adam"}, TypeError, "optimizer='adam'"),
