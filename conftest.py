@@ -22,9 +22,12 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import warnings
 from pathlib import Path
 
 import pytest
+
+from gpulab.labkit.claims import TIMING_CLAIMS_ENV, UNJUDGED_TIMING_CLAIM
 
 # Workers, the kernels and book build they start, and torchrun's ranks all share the cores,
 # each with as many torch (OpenMP) threads as there are cores. OpenMP's default wait policy
@@ -38,6 +41,12 @@ os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 # or its library is compiled for a GPU that is not there (gpulab/kernels/triton_kernels.py).
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# The labs run here beside the other tests, which share the cores: a claim on timings
+# (``gl.claim(..., timings=True)``) that the data refuse measures that load, not the course,
+# so it is printed, not judged, and reported as a warning (``_report_unjudged_claims``). A
+# recording (``python -m gpulab record``) judges it: it sets the variable back to "judge".
+os.environ.setdefault(TIMING_CLAIMS_ENV, "print")
 
 # Recordings made on other devices (gpulab.course.recordings) hold that device's outputs:
 # the book shows them, but nbval on this machine would compare them with its own.
@@ -94,3 +103,24 @@ def pytest_xdist_auto_num_workers(config):
         return None  # pytest-xdist's own setting wins
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, min(cores or 1, MAX_AUTO_WORKERS))
+
+
+def report_unjudged_claims(item) -> list[str]:
+    """Warn of each claim on timings a lab's cell printed instead of judging; return them.
+
+    ``item`` is a test; an nbval cell keeps the outputs of its run in ``test_outputs``.
+    """
+    lines = []
+    for output in getattr(item, "test_outputs", None) or ():
+        text = output.get("text", "") if output.get("output_type") == "stream" else ""
+        text = "".join(text) if isinstance(text, list) else text
+        lines += [line for line in text.splitlines() if line.startswith(UNJUDGED_TIMING_CLAIM)]
+    for line in lines:  # judged when the lab is recorded
+        warnings.warn(f"{item.nodeid}: {line}", stacklevel=1)
+    return lines
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item):
+    yield
+    report_unjudged_claims(item)

@@ -39,7 +39,8 @@ def rehearsal_env(gpu: str) -> dict[str, str]:
     path = os.pathsep.join(
         [str(REHEARSAL), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")]
     ).rstrip(os.pathsep)
-    return dict(os.environ, GPULAB_REHEARSAL=gpu, PYTHONPATH=path)
+    # every refused claim is the rehearsal's to print (UNJUDGED_CLAIM), those on timings too
+    return dict(os.environ, GPULAB_REHEARSAL=gpu, PYTHONPATH=path, GPULAB_TIMING_CLAIMS="judge")
 
 
 def rehearse(lab: Path, gpu: str) -> nbformat.NotebookNode:

@@ -38,6 +38,7 @@ from gpulab.course.recordings import (
     lab_recordings,
     recording_path,
 )
+from gpulab.labkit.claims import TIMING_CLAIMS_ENV
 from gpulab.measure.provenance import provenance, provenance_line
 from gpulab.units import format_bytes, format_duration
 
@@ -112,12 +113,14 @@ class LabOutcome:
 @contextmanager
 def _kernel_environment():
     """What the lab's kernel inherits: this interpreter first on PATH (kernel specs launch
-    "python" from PATH), and OpenMP threads that wait passively unless told otherwise (as in
+    "python" from PATH), OpenMP threads that wait passively unless told otherwise (as in
     the test suite, ``conftest.py``: spinning waiters made a loaded 2-core machine 10-30x
-    slower, measured). Both are restored afterwards."""
-    old = {key: os.environ.get(key) for key in ("PATH", "OMP_WAIT_POLICY")}
+    slower, measured), and every claim judged, those on timings included (a recording stops
+    on a miss, whoever started it: ``gpulab.labkit.claims``). All are restored afterwards."""
+    old = {key: os.environ.get(key) for key in ("PATH", "OMP_WAIT_POLICY", TIMING_CLAIMS_ENV)}
     os.environ["PATH"] = os.path.dirname(sys.executable) + os.pathsep + (old["PATH"] or "")
     os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+    os.environ[TIMING_CLAIMS_ENV] = "judge"
     try:
         yield
     finally:

@@ -665,14 +665,14 @@ def _unjudged(claim):
     arguments are still checked, and its code runs."""
 
     @functools.wraps(claim)
-    def rehearsed(text, holds=True, *, reason=None):
+    def rehearsed(text, holds=True, *, reason=None, timings=False):
         from gpulab.labkit.claims import ClaimError
 
         try:
-            return claim(text, holds, reason=reason)
+            return claim(text, holds, reason=reason, timings=timings)
         except ClaimError as refused:
             print(UNJUDGED_CLAIM, refused)
-            return claim(text, True, reason=reason)
+            return claim(text, True, reason=reason, timings=timings)
 
     return rehearsed
 
