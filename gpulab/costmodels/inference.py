@@ -400,10 +400,11 @@ class GreedyAgreement:
     n_tokens : int
         Tokens each decoding produced.
     first_difference : int or None
-        Index of the first token where they differ; None when every token is the same.
+        Index of the first token where they differ, below ``n_tokens``; None when every
+        token is the same.
     gap : float or None
         At the first difference, the distance between the two tokens' logits over the
-        largest |logit| of that step; None when every token is the same.
+        largest |logit| of that step, from 0 to 2; None when every token is the same.
     top_two : bool
         Whether the two tokens were the two highest-scoring ones at the first difference
         (True when every token is the same).
