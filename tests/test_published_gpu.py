@@ -206,3 +206,27 @@ def test_the_new_registry_rows_carry_their_sourced_peaks():
     assert gl.get_spec("Gaudi 3").peak("bf16") == pytest.approx(1835e12)
     assert "1,677" in gl.get_spec("Gaudi 3").notes  # the clock shipping parts run at
     assert gl.get_spec("H200").name == "H200 SXM 141GB"  # "GH200" does not capture it
+
+
+def test_the_achievable_matmul_figure_draws_peak_and_measurement_per_accelerator():
+    import matplotlib
+
+    matplotlib.use("agg")
+    import matplotlib.pyplot as plt
+
+    from gpulab.labkit.achievable_plot import achievable_matmul_rows, plot_achievable_matmul
+
+    plotted, left_out = achievable_matmul_rows("bf16")
+    ax = plot_achievable_matmul("bf16")
+    widths = sorted(round(p.get_width(), 1) for p in ax.patches)
+    expected = sorted(
+        [round(m.value, 1) for m, _, _ in plotted]
+        + [round(spec.peak("bf16") / 1e12, 1) for _, spec, _ in plotted]
+    )
+    assert widths == expected and len(plotted) == 10
+    assert {m.spec for m in left_out} == {"B300", "MI355X"}
+    fractions = [f for _, _, f in plotted]
+    assert fractions == sorted(fractions, reverse=True) and 0.5 < fractions[-1] < fractions[0] < 1
+    plt.close("all")
+    with pytest.raises(ValueError, match="precision='fp4'"):
+        achievable_matmul_rows("fp4")

@@ -40,6 +40,7 @@ __all__ = [
     "DecodeModel",
     "PublishedMeasurement",
     "published_gpu_measurements",
+    "published_matmul",
 ]
 
 #: The kinds of measurement in the table, each checked by one model.
@@ -250,3 +251,33 @@ def published_gpu_measurements(path=None, family: str | None = None):
         return rows
     choice("family", family, FAMILIES)
     return tuple(r for r in rows if r.family == family)
+
+
+def published_matmul(spec, precision: str = "bf16") -> PublishedMeasurement | None:
+    """The best published matrix-multiply throughput on ``spec`` in ``precision``, if any.
+
+    Parameters
+    ----------
+    spec : DeviceSpec or str
+        A registry device; a row measured on the same registry entry is returned.
+    precision : {"bf16", "fp8"}
+
+    Returns
+    -------
+    PublishedMeasurement or None
+        None where no row was measured on that device in that precision.
+
+    Examples
+    --------
+    >>> from gpulab.costmodels.published_gpu import published_matmul
+    >>> published_matmul("A100 80GB").value
+    271.2
+    >>> published_matmul("Tesla T4") is None
+    True
+    """
+    name = resolve_spec("spec", spec).name
+    choice("precision", precision, ("bf16", "fp8"))
+    for m in published_gpu_measurements(family="matmul"):
+        if m.precision == precision and resolve_spec("spec", m.spec).name == name:
+            return m
+    return None
