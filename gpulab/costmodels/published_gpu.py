@@ -12,7 +12,8 @@ course's models can be checked against real hardware
   16-bit, int8 and int4 weights, tensor parallel over 1 to 8 GPUs (the gpt-fast README);
 * ``attention``: FlashAttention-2's forward plus backward throughput on an A100 and an H100,
   by sequence length, head dimension and causal mask (the values on the bars of the
-  FlashAttention repository's benchmark charts);
+  FlashAttention repository's benchmark charts; two A100 bars whose labels the chart's legend
+  hides, 1k tokens in panel (a) and 512 in panel (b), are left out rather than guessed);
 * ``allreduce``: NCCL all-reduce bus bandwidth on 8-GPU A100, H200 and B200 nodes
   (*Machine Learning Engineering*, network chapter).
 
