@@ -16,7 +16,7 @@ Two ways a lab reports a comparison, tried in this order:
    before the metadata existed).
 
 Recordings come from ``notebooks/<lab>.ipynb`` and, when present, from per-device copies in
-``notebooks/recordings/<kind>/<lab>.ipynb``; each gives its device and date from
+``notebooks/recordings/<kind>/[<GPU class>/]<lab>.ipynb``; each gives its device and date from
 ``metadata.gpulab.recorded``.
 
 Time to train is also compared with published MLPerf Training runs whose logs state the
