@@ -346,6 +346,7 @@ BASELINES = {
     "cpu_watts_per_core": lambda: ((), {}),
     "EnergyMeter": lambda: (("cpu",), dict(cores=2, verbose=False)),
     "measure_energy": lambda: (("cpu",), dict(cores=2, verbose=False)),
+    "gpu_energy_problem": lambda: (("cpu",), {}),
     "PowerAssumption": lambda: _fields(gl.measure.energy.assumed_power("cpu", cores=2)),
     # ---- extrapolate
     "plot_extrapolation": lambda: (({"here": 10.0}, {"A100": 100.0}, ["an assumption"]), {}),
@@ -466,6 +467,7 @@ BASELINES = {
     "scale_to_memory": lambda: ((), dict(cpu=2**10, gpu=2**20, n_arrays=3, device="cpu")),
     # ---- profiling
     "region_times": lambda: ((_profile_rows(), ["work"]), dict(device="cpu")),
+    "device_time_us": lambda: ((_profile_rows()[0],), {}),
     "RegionTimes": lambda: ((), dict(times_s={"a": 1.0, "b": 3.0}, matmul_s=0.5)),
     # ---- occupancy
     "occupancy": lambda: (("T4", 256, 32, 1024), {}),
@@ -929,6 +931,8 @@ KINDS: dict[str, dict] = {
         "device": "device",
     },
     "RegionTimes": {"times_s": [42, "x", None], "matmul_clock": "choice"},
+    "device_time_us": {"row": [42, "row", None], "total": "choice"},  # a key_averages() row
+    "gpu_energy_problem": {"device": "device", "nvml": None},
     "plot_spec_trend": {"specs": ["T4", ["T4"], 42]},
     "plot_measured_vs_predicted": {
         "labels": [42],

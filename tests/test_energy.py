@@ -21,6 +21,14 @@ class FakeNvmlError(Exception):
 NOT_SUPPORTED, NO_PERMISSION, LIBRARY_NOT_FOUND = 3, 4, 12
 
 
+@pytest.fixture(autouse=True)
+def _cuda_numbers_gpus_as_nvml_does(monkeypatch):
+    """The fake NVML's GPU i is CUDA's GPU i unless a test says otherwise (a machine running
+    the tests may set CUDA_VISIBLE_DEVICES for its own GPUs)."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+
+
 class FakeNvml:
     """A stand-in for the pynvml module: a counter in mJ, a power reading in mW."""
 
@@ -265,3 +273,112 @@ def test_warm_up_then_synchronize_then_the_first_reading(monkeypatch):
 def test_a_warmup_that_is_not_callable_is_refused():
     with pytest.raises(TypeError, match="warmup_fn=3 must be a callable"):
         gl.measure_energy("cpu", warmup_fn=3)
+
+
+class FourGpuNvml(FakeNvml):
+    """A machine with four GPUs that NVML numbers 0-3, each with its UUID, PCI bus id and
+    energy counter (GPU i reads i x 1000 J more at the end than at the start)."""
+
+    UUIDS = [f"GPU-0000000{i}-aaaa-bbbb-cccc-dddddddddddd" for i in range(4)]
+    BUSES = [f"00000000:{0x18 + 0x20 * i:02X}:00.0" for i in range(4)]
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.reads = {i: [0, 1_000_000 * (i + 1)] for i in range(4)}
+        self.opened = []
+
+    def nvmlDeviceGetCount(self):
+        return 4
+
+    def nvmlDeviceGetHandleByIndex(self, index):
+        self.opened.append(("index", index))
+        return ("handle", index)
+
+    def nvmlDeviceGetHandleByUUID(self, uuid):
+        self.opened.append(("uuid", uuid))
+        return ("handle", self.UUIDS.index(uuid))
+
+    def nvmlDeviceGetHandleByPciBusId(self, bus_id):
+        self.opened.append(("pci", bus_id))
+        if bus_id not in self.BUSES:
+            raise FakeNvmlError(6, "Not Found")
+        return ("handle", self.BUSES.index(bus_id))
+
+    def nvmlDeviceGetName(self, handle):
+        return f"GPU {handle[1]}".encode()
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):
+        return self.reads[handle[1]].pop(0)
+
+
+def _cuda_sees(monkeypatch, fake_gpu, **ids):
+    """CUDA_VISIBLE_DEVICES=3: torch's GPU 0 is the machine's fourth, with these ids."""
+    import torch
+
+    fake_gpu("H100")
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    plain = torch.cuda.get_device_properties
+
+    class Properties:
+        def __init__(self, device=None):
+            self._plain = plain(device)
+            self.__dict__.update(ids)
+
+        def __getattr__(self, name):
+            return getattr(self._plain, name)
+
+    monkeypatch.setattr(torch.cuda, "get_device_properties", Properties)
+
+
+def test_with_cuda_visible_devices_the_meter_reads_the_gpu_by_its_uuid(monkeypatch, fake_gpu):
+    _cuda_sees(monkeypatch, fake_gpu, uuid="00000003-aaaa-bbbb-cccc-dddddddddddd")
+    nvml = FourGpuNvml()
+    with gl.measure_energy("cuda:0", nvml=nvml, verbose=False) as m:
+        pass
+    assert nvml.opened == [("uuid", FourGpuNvml.UUIDS[3])]
+    assert (m.device_name, m.joules, m.matched) == ("GPU 3", 4000.0, "by UUID")
+
+
+def test_without_a_uuid_the_pci_bus_id_finds_the_gpu(monkeypatch, fake_gpu):
+    _cuda_sees(monkeypatch, fake_gpu, pci_domain_id=0, pci_bus_id=0x78, pci_device_id=0)
+    nvml = FourGpuNvml()
+    with gl.measure_energy("cuda", nvml=nvml, verbose=False) as m:
+        pass
+    assert nvml.opened == [("pci", "00000000:78:00.0")]
+    assert (m.device_name, m.joules, m.matched) == ("GPU 3", 4000.0, "by PCI bus id")
+
+
+def test_an_index_that_may_name_another_gpu_is_not_read(monkeypatch, fake_gpu, capsys):
+    """No id from torch and CUDA_VISIBLE_DEVICES set: NVML's GPU 0 is not this process's
+    GPU 0, so the meter estimates (the H100's registry TDP) and says why."""
+    _cuda_sees(monkeypatch, fake_gpu)
+    nvml = FourGpuNvml()
+    with gl.measure_energy("cuda", nvml=nvml) as m:
+        pass
+    assert nvml.opened == [] and m.is_estimate and m.average_watts == pytest.approx(700)
+    printed = capsys.readouterr().out
+    assert "cannot tell which NVML device is CUDA GPU 0" in printed
+    assert "CUDA_VISIBLE_DEVICES renumbers the GPUs CUDA sees" in printed
+    # Unset, on a machine with four GPUs CUDA's order (fastest first) is not NVML's either,
+    # unless CUDA_DEVICE_ORDER=PCI_BUS_ID says it is.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES")
+    with gl.measure_energy("cuda", nvml=FourGpuNvml(), verbose=False) as m:
+        pass
+    assert m.is_estimate and "fastest first, NVML in PCI order" in m.fallback_reasons[0]
+    monkeypatch.setenv("CUDA_DEVICE_ORDER", "PCI_BUS_ID")
+    with gl.measure_energy("cuda:0", nvml=FourGpuNvml(), verbose=False) as m:
+        pass
+    assert (m.device_name, m.joules) == ("GPU 0", 1000.0) and m.matched.startswith("by index")
+
+
+def test_the_lab_learns_when_a_gpu_energy_is_neither_measured_nor_estimated(fake_gpu):
+    unlisted = FakeGpu("NVIDIA H100 NVL", (9, 0), 94 * 10**9, 132, registry_name="")
+    fake_gpu(unlisted)  # pynvml absent, as fake_gpu makes it
+    problem = gl.measure.energy.gpu_energy_problem("cuda")
+    assert problem.startswith("NVML is not installed (pip install nvidia-ml-py)")
+    assert "no rated power known for 'NVIDIA H100 NVL'" in problem
+    assert not problem.endswith(".") and "spec=" not in problem
+    fake_gpu("T4")  # listed: estimated from its TDP
+    assert gl.measure.energy.gpu_energy_problem("cuda") is None
+    fake_gpu(unlisted)  # NVML present: measured
+    assert gl.measure.energy.gpu_energy_problem("cuda", nvml=FakeNvml(counter=[0, 1])) is None

@@ -196,3 +196,37 @@ def test_the_capstone_lab_reads_its_profiles_through_region_times():
     for source in profiled:
         assert "region_times(" in source
         assert "cpu_time_total" not in source, "a row's CPU time is 0 on a GPU's twin row"
+
+
+class _OlderTorchRow:
+    """A row of ``key_averages()`` as torch 2.1 to 2.3 make it: the device clocks are called
+    ``cuda_time_total`` and ``self_cuda_time_total``, and the ``device`` names do not exist
+    (they came with https://github.com/pytorch/pytorch/pull/123247)."""
+
+    def __init__(self, row):
+        self.key, self.device_type = row.key, row.device_type
+        self.cpu_time_total, self.self_cpu_time_total = row.cpu_time_total, row.self_cpu_time_total
+        self.cuda_time_total = row.device_time_total
+        self.self_cuda_time_total = row.self_device_time_total
+
+
+def test_rows_of_a_torch_before_2_4_give_the_same_times():
+    rows = _cuda_rows(mm_launch_us=10, mm_kernel_us=30)
+    older = [_OlderTorchRow(row) for row in rows]
+    assert not any(hasattr(row, "self_device_time_total") for row in older)
+    new, old = (region_times(r, REGIONS, device="cuda") for r in (rows, older))
+    assert old.matmul_s == new.matmul_s == pytest.approx(30e-6)
+    assert old.times_s == new.times_s and old.matmul_clock == "device"
+    # Without CUDA activity the older rows are refused for the same reason as the newer ones.
+    cpu_only = [_OlderTorchRow(row) for row in _cpu_profile()]
+    with pytest.raises(ValueError, match=r"no GPU time.*ProfilerActivity.CUDA"):
+        region_times(cpu_only, ["matmuls", "add"], device="cuda")
+
+
+def test_a_newer_torch_is_read_by_its_device_names_without_a_warning():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a deprecated cuda_* name would raise FutureWarning
+        t = region_times(_cuda_rows(), REGIONS, device="cuda")
+    assert t.matmul_s == pytest.approx(30e-6)

@@ -103,8 +103,8 @@ def test_a_lab_whose_kernel_dies_is_reported_with_its_cell(tmp_path):
     assert outcome.error.startswith("DeadKernelError")
     assert dies.read_bytes() == before
     assert re.fullmatch(r"a_lab\.ipynb\s+failed\s+\d+\.\d s\s+cell 3: DeadKernelError.*", lines[-2])
-    assert lines[1].split() == ["a_lab.ipynb", "-", "never", "recorded:", "no", "estimate"]
-    assert lines[2].split() == ["total", "-", "and", "1", "lab(s)", "without", "an", "estimate"]
+    assert lines[1].split() == ["a_lab.ipynb", "-", "never", "recorded", "on", "CPU"]
+    assert lines[2].split() == ["total", "-", "1", "lab(s)", "without", "an", "estimate"]
 
 
 def _fake_recording(monkeypatch, fail=()):
@@ -202,39 +202,57 @@ def test_record_all_refuses_to_start_without_the_disk_space_it_needs(tmp_path, m
     assert ran == ["a_lab.ipynb", "b_lab.ipynb"]
 
 
-def test_record_all_prints_run_time_estimates_for_this_device_first(tmp_path, monkeypatch):
-    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 40.0, "cuda": 10.0})
+H100 = "cuda:H100 SXM5 80GB"
+T4 = "cuda:Tesla T4"
+
+
+def test_record_all_prints_run_time_estimates_for_this_device_class_first(tmp_path, monkeypatch):
+    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 40.0, H100: 10.0, T4: 25.0})
     _full_lab(tmp_path, "b", ["print(2)"], run_time_s={"cpu": 30.0})
-    b_on_gpu = _full_lab(tmp_path / "recordings" / "cuda", "b", ["print(2)"])
+    b_on_gpu = _full_lab(tmp_path / "recordings" / "cuda" / "h100-sxm5-80gb", "b", ["print(2)"])
     nb = nbformat.read(b_on_gpu, as_version=4)  # a GPU recording the lab's metadata lacks
-    nb.metadata["gpulab"] = {"run_time_s": {"cuda": 7.0}, "recorded": {"cuda": {"x": 1}}}
+    nb.metadata["gpulab"] = {"run_time_s": {H100: 7.0}, "recorded": {H100: {"x": 1}}}
     nbformat.write(nb, b_on_gpu)
-    _full_lab(tmp_path, "c", ["print(3)"], run_time_s={"cpu": 20.0})
+    _full_lab(tmp_path, "c", ["y = torch.compile(f)"], run_time_s={"cpu": 20.0, T4: 9.0})
     _full_lab(tmp_path, "d", ["print(4)"])
     _fake_recording(monkeypatch)
     lines = []
 
-    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cuda"})
+    monkeypatch.setattr(
+        rec, "provenance", lambda: {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}
+    )
     rec.record_all(tmp_path, results=None, progress=lines.append)
     estimates = lines[: lines.index("recording a_lab.ipynb ...")]
-    assert estimates[0] == "Estimated run times on this machine (GPU), from recorded runs:"
-    assert [line.split() for line in estimates[1:]] == [
-        ["a_lab.ipynb", "10", "s", "recorded", "on", "GPU"],
-        ["b_lab.ipynb", "7", "s", "recorded", "on", "GPU"],
-        ["c_lab.ipynb", "20", "s", "no", "recording", "on", "this", "kind", "of", "device:",
-         "CPU", "time", "shown,", "not", "an", "estimate", "of", "the", "GPU", "run"],
-        ["d_lab.ipynb", "-", "never", "recorded:", "no", "estimate"],
-        ["total", "37", "s", "with", "1", "lab(s)", "at", "their", "CPU", "time", "and", "1",
-         "lab(s)", "without", "an", "estimate"],
-    ]  # fmt: skip
-    assert not any("upper bound" in line for line in estimates)
+    assert estimates[0] == "Estimated run times on this machine (GPU (H100 SXM5 80GB)):"
+    # Only recordings of this class count (not a's T4 time); c was recorded on a T4 only, so
+    # the model estimates it: its CPU time plus one Inductor compile of unmeasured cost.
+    assert [line.split()[:4] for line in estimates[1:]] == [
+        ["a_lab.ipynb", "10", "s", "recorded"],
+        ["b_lab.ipynb", "7", "s", "recorded"],
+        ["c_lab.ipynb", ">=", "20", "s"],
+        ["d_lab.ipynb", "-", "no", "recording"],
+        ["total", ">=", "37", "s"],
+    ]
+    assert estimates[3].endswith(
+        "no recording on GPU (H100 SXM5 80GB); recorded on GPU (Tesla T4), another class; "
+        "ESTIMATE: the CPU run's 20 s + 1 Inductor compile(s) of unmeasured cost "
+        "(--compile-s): a lower bound"
+    )
+    assert estimates[5].endswith(
+        "1 lab(s) estimated by the model; 1 of them a lower bound; 1 lab(s) without an estimate"
+    )
+
+    lines.clear()  # with a measured cost per compile the estimate is complete
+    rec.record_all(tmp_path, results=None, progress=lines.append, compile_s={"inductor": 4.0})
+    assert lines[3].split()[:3] == ["c_lab.ipynb", "24", "s"]
+    assert "1 Inductor compiles x 4.0 s (measured cost given)" in lines[3]
 
     lines.clear()
-    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu"})
+    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cpu", "name": "AMD EPYC"})
     rec.record_all(tmp_path, results=None, progress=lines.append)
-    assert lines[0] == "Estimated run times on this machine (CPU), from recorded runs:"
+    assert lines[0] == "Estimated run times on this machine (CPU):"
     assert lines[2].split()[:3] == ["b_lab.ipynb", "30", "s"]
-    assert lines[5].split()[:3] == ["total", "90", "s"]  # 40 + 30 + 20 s
+    assert lines[5].split()[:4] == ["total", ">=", "90", "s"]  # 40 + 30 + 20 s, d unknown
 
 
 def test_the_labs_table_comes_before_a_bench_failure(tmp_path, monkeypatch):
@@ -288,16 +306,16 @@ def test_gpu_recording_goes_beside_the_lab_and_leaves_its_cpu_outputs(tmp_path, 
     _fake_gpu_provenance(monkeypatch)
     record = rec.record_notebook(lab, timeout_s=60)
 
-    target = tmp_path / "recordings" / "cuda" / "a_lab.ipynb"
-    assert record["path"] == str(target)
+    target = tmp_path / "recordings" / "cuda" / "h100-sxm5-80gb" / "a_lab.ipynb"
+    assert record["path"] == str(target) and record["device_class"] == H100
     gpu = nbformat.read(target, as_version=4)
     assert gpu.cells[1].outputs[0]["text"] == "42\n"
     assert "NVIDIA H100 (cuda)" in gpu.cells[0].source
     # The lab keeps its CPU outputs and provenance and learns of the GPU run time.
     after = nbformat.read(lab, as_version=4)
     assert after.cells == cpu_before.cells
-    assert set(after.metadata["gpulab"]["run_time_s"]) == {"cpu", "cuda"}
-    assert after.metadata["gpulab"]["recorded"]["cuda"]["name"] == "NVIDIA H100 80GB HBM3"
+    assert set(after.metadata["gpulab"]["run_time_s"]) == {"cpu", H100}
+    assert after.metadata["gpulab"]["recorded"][H100]["name"] == "NVIDIA H100 80GB HBM3"
     # It ran in a copy of the folder: the file it wrote beside itself is untouched.
     assert (tmp_path / "side.txt").read_text() == "ran;"
 
@@ -314,11 +332,12 @@ def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatc
     _fake_gpu_provenance(monkeypatch)
     rec.record_notebook(lab, timeout_s=60)
     found = lab_recordings(lab)
-    assert list(found) == ["cpu", "cuda"]
-    assert found["cuda"].label == "GPU (NVIDIA H100 80GB HBM3)"
+    assert list(found) == ["cpu", H100]
+    assert found[H100].label == "GPU (H100 SXM5 80GB)"
     summary = recordings_summary(found)
     assert len(summary) == 2 and not any("No GPU recording" in line for line in summary)
-    assert summary[1].startswith("GPU (NVIDIA H100 80GB HBM3): outputs recorded on")
+    assert summary[1].startswith("GPU (H100 SXM5 80GB): outputs recorded on")
+    assert "NVIDIA H100 (cuda)" in summary[1]  # the driver's name, in the provenance
 
 
 def test_the_kernel_waits_passively_and_the_environment_is_restored(tmp_path, monkeypatch):
@@ -381,17 +400,48 @@ def test_record_all_starts_no_lab_past_its_budget_and_says_how_to_go_on(tmp_path
 
 
 def test_record_all_budget_counts_a_gpu_run_at_its_recorded_time(tmp_path, monkeypatch):
-    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 900.0, "cuda": 30.0})
+    _full_lab(tmp_path, "a", ["print(1)"], run_time_s={"cpu": 900.0, H100: 30.0, T4: 800.0})
     _full_lab(tmp_path, "b", ["print(1)"], run_time_s={"cpu": 500.0})
-    _full_lab(tmp_path, "c", ["print(1)"])  # never recorded: started while time remains
+    _full_lab(tmp_path, "c", ["print(1)"])  # never recorded: started only as a run's first
     ran = _fake_recording(monkeypatch)
     _fake_clock(monkeypatch, {"a_lab.ipynb": 30.0, "b_lab.ipynb": 400.0, "c_lab.ipynb": 1.0})
-    monkeypatch.setattr(rec, "provenance", lambda: {"kind": "cuda"})
-    rec.record_all(tmp_path, results=None, budget_s=600, progress=_quiet)
-    assert ran == ["a_lab.ipynb", "b_lab.ipynb", "c_lab.ipynb"]
+    monkeypatch.setattr(
+        rec, "provenance", lambda: {"kind": "cuda", "name": "NVIDIA H100 80GB HBM3"}
+    )
+    lines = []
+    rec.record_all(tmp_path, results=None, budget_s=600, progress=lines.append)
+    assert ran == ["a_lab.ipynb", "b_lab.ipynb"]  # a at its H100 time, not its T4 one
+    assert any(line.endswith("go on with: python -m gpulab record --all --start-at c_lab.ipynb")
+               for line in lines)  # fmt: skip
     ran.clear()
     rec.record_all(tmp_path, results=None, budget_s=500, progress=_quiet)
-    assert ran == ["a_lab.ipynb"]  # 30 s spent, then b's 500 s (its CPU time) would pass 500
+    assert ran == ["a_lab.ipynb"]  # 30 s spent, then b's model estimate (500 s) would pass 500
+    ran.clear()
+    rec.record_all(tmp_path, results=None, budget_s=500, start_at="c_lab", progress=_quiet)
+    assert ran == ["c_lab.ipynb"]  # unknown, but first: it runs
+
+
+def test_two_gpu_classes_keep_two_recordings(tmp_path, fake_gpu):
+    """A T4 and an H100 (the rehearsal's fake GPUs) record the same lab: neither overwrites
+    the other's outputs or run time, and the lab page lists both beside the CPU."""
+    from gpulab.course.recordings import lab_recordings
+
+    lab = _lab(tmp_path, "a", ["print(6 * 7)"])
+    rec.record_notebook(lab, timeout_s=60)
+    fake_gpu("T4")
+    on_t4 = rec.record_notebook(lab, timeout_s=60)
+    fake_gpu("H100")
+    on_h100 = rec.record_notebook(lab, timeout_s=60)
+    assert (on_t4["device_class"], on_h100["device_class"]) == (T4, H100)
+    assert on_t4["path"] != on_h100["path"]
+    assert Path(on_t4["path"]).parent.name == "tesla-t4" and Path(on_t4["path"]).is_file()
+    meta = nbformat.read(lab, as_version=4).metadata["gpulab"]
+    assert set(meta["run_time_s"]) == set(meta["recorded"]) == {"cpu", T4, H100}
+    assert meta["recorded"][T4]["name"] == "Tesla T4"
+    found = lab_recordings(lab)
+    assert list(found) == ["cpu", H100, T4]
+    assert [r.label for r in found.values()] == ["CPU", "GPU (H100 SXM5 80GB)", "GPU (Tesla T4)"]
+    assert all(r.run_time_s is not None for r in found.values())
 
 
 @pytest.mark.parametrize(
@@ -430,7 +480,7 @@ def test_record_all_command_takes_a_budget_and_a_start(tmp_path, monkeypatch, ca
         (["--all", "--budget-s", "nan"], "--budget-s nan must be"),
         (["--all", "--budget-s", "1e9"], "at most 86400 (a day)"),
         (["--all", "--start-at", "z_lab"], "--start-at z_lab is not a lab in notebooks"),
-        (["notebooks/a_lab.ipynb", "--budget-s", "60"], "--budget-s and --start-at go with --all"),
+        (["notebooks/a_lab.ipynb", "--budget-s", "60"], "--budget-s, --start-at, --stop-before"),
     ]:
         assert main(["record", *argv]) == 2, argv
         assert message in capsys.readouterr().err, argv

@@ -72,23 +72,60 @@ def test_cell_tabs_wrap_each_panel_and_balance_their_divs():
     )
 
 
-def test_recording_path_refuses_unknown_kinds():
-    with pytest.raises(ValueError, match="kind='xpu'"):
-        recording_path("notebooks/a_lab.ipynb", "xpu")
+@pytest.mark.parametrize(
+    "device_class, error, match",
+    [
+        ("xpu", ValueError, "device_class='xpu' is not known"),
+        ("cuda", ValueError, "device_class='cuda' names no GPU: a CUDA recording is kept per"),
+        ("cuda:  ", ValueError, "names no GPU"),
+        ("cpu:AMD EPYC", ValueError, "device_class='cpu:AMD EPYC' takes no device name"),
+        (None, TypeError, "device_class=None"),
+    ],
+)
+def test_recording_path_refuses_unknown_classes(device_class, error, match):
+    with pytest.raises(error, match=match):
+        recording_path("notebooks/a_lab.ipynb", device_class)
+
+
+def test_each_gpu_of_the_registry_is_a_class_of_its_own(any_fake_gpu):
+    """The rehearsal's T4, A100 and H100, as torch names them, become their registry rows;
+    parts that differ in memory or form factor never share a class or a folder."""
+    import torch
+
+    from gpulab.course.recordings import device_class
+
+    name = torch.cuda.get_device_name()
+    assert device_class("cuda", name) == f"cuda:{any_fake_gpu.registry_name}"
+    pairs = [
+        ("NVIDIA A100-SXM4-40GB", "NVIDIA A100-SXM4-80GB"),
+        ("NVIDIA H100 PCIe", "NVIDIA H100 80GB HBM3"),
+    ]
+    for one, other in pairs:
+        a, b = device_class("cuda", one), device_class("cuda", other)
+        assert a != b
+        assert recording_path("x_lab.ipynb", a).parent != recording_path("x_lab.ipynb", b).parent
+    with pytest.raises(ValueError, match="name=' ' must be the GPU's name"):
+        device_class("cuda", " ")
+    with pytest.raises(TypeError, match="name=None"):
+        device_class("cuda")
 
 
 # --------------------------------------------------------------------------- the lab page
 
-DEVICES = {"cpu": "AMD EPYC", "cuda": "NVIDIA H100 80GB HBM3", "mps": "Apple M3"}
-GPU, APPLE = "GPU (NVIDIA H100 80GB HBM3)", "Apple GPU (Apple M3)"
+H100 = "cuda:H100 SXM5 80GB"
+T4 = "cuda:Tesla T4"
+DEVICES = {"cpu": "AMD EPYC", H100: "NVIDIA H100 80GB HBM3", T4: "Tesla T4", "mps": "Apple M3"}
+GPU, APPLE = "GPU (H100 SXM5 80GB)", "Apple GPU (Apple M3)"
 
 
-def _provenance(kind: str) -> dict:
+def _provenance(device_class: str) -> dict:
     """A record with the fields of ``gpulab.provenance.provenance()``, as ``record`` stores it."""
+    kind = device_class.partition(":")[0]
     return {
-        "device": f"{DEVICES[kind]} ({kind}); torch 2.9.0",
+        "device": f"{DEVICES[device_class]} ({kind}); torch 2.9.0",
         "kind": kind,
-        "name": DEVICES[kind],
+        "device_class": device_class,
+        "name": DEVICES[device_class],
         "cpu": "AMD EPYC, 2 cores",
         "torch": "2.9.0",
         "torch_cuda": "12.8" if kind == "cuda" else None,
@@ -181,7 +218,7 @@ def test_a_lab_page_puts_a_gpu_recording_beside_the_cpu_one(tmp_path, root, monk
     notebooks = tmp_path / "notebooks"
     _write_recording(
         notebooks / "a_lab.ipynb",
-        ["cpu", "cuda"],
+        ["cpu", H100],
         [
             ("print(step_time())", ["CPU step: 1.20 s\n"]),
             ("print('edited after the GPU run')", ["edited on the CPU\n"]),
@@ -189,8 +226,8 @@ def test_a_lab_page_puts_a_gpu_recording_beside_the_cpu_one(tmp_path, root, monk
         ],
     )
     _write_recording(
-        notebooks / "recordings" / "cuda" / "a_lab.ipynb",
-        ["cpu", "cuda"],
+        recording_path(notebooks / "a_lab.ipynb", H100),
+        ["cpu", H100],
         [
             ("print(step_time())", ["GPU step: 0.05 s\n"]),
             ("print('as it was')", ["as it was on the GPU\n"]),
@@ -224,7 +261,7 @@ def test_cells_changed_since_two_recordings_are_counted_once_each(tmp_path, root
     """With a CUDA and an Apple GPU recording, the note counts distinct cells per recording,
     and the cells changed since both once, as those that show the CPU output only."""
     notebooks = tmp_path / "notebooks"
-    kinds = ["cpu", "cuda", "mps"]
+    kinds = ["cpu", H100, "mps"]
     cpu = [("a()", ["a on cpu\n"]), ("b2()", ["b on cpu\n"]), ("c2()", ["c on cpu\n"]),
            ("d2()", ["d on cpu\n"])]  # fmt: skip
     cuda = [("a()", ["a on cuda\n"]), ("b1()", ["b on cuda\n"]), ("c1()", ["c on cuda\n"]),
@@ -232,7 +269,7 @@ def test_cells_changed_since_two_recordings_are_counted_once_each(tmp_path, root
     mps = [("a()", ["a on mps\n"]), ("b1()", ["b on mps\n"]), ("c2()", ["c on mps\n"]),
            ("d2()", ["d on mps\n"])]  # fmt: skip
     _write_recording(notebooks / "a_lab.ipynb", kinds, cpu)
-    _write_recording(notebooks / "recordings" / "cuda" / "a_lab.ipynb", kinds, cuda)
+    _write_recording(recording_path(notebooks / "a_lab.ipynb", H100), kinds, cuda)
     _write_recording(notebooks / "recordings" / "mps" / "a_lab.ipynb", kinds, mps)
     page = _lab_page(tmp_path, root, monkeypatch)
 
@@ -248,3 +285,23 @@ def test_cells_changed_since_two_recordings_are_counted_once_each(tmp_path, root
     assert b == {}  # changed since both: the CPU output only
     assert list(c) == list(d) == ["CPU", APPLE]  # changed since the CUDA recording only
     assert "c on mps" in c[APPLE] and "d on mps" in d[APPLE]
+
+
+def test_two_gpu_classes_get_a_tab_each(tmp_path, root, monkeypatch):
+    """A T4 and an H100 recording of one lab: each its own tab beside the CPU's, and each
+    listed with its provenance in the note."""
+    lab = tmp_path / "notebooks" / "a_lab.ipynb"
+    classes = ["cpu", H100, T4]
+    _write_recording(lab, classes, [("print(step())", ["cpu step\n"])])
+    _write_recording(recording_path(lab, H100), classes, [("print(step())", ["h100 step\n"])])
+    _write_recording(recording_path(lab, T4), classes, [("print(step())", ["t4 step\n"])])
+    page = _lab_page(tmp_path, root, monkeypatch)
+    note = _note(page)
+    assert [line.split(":")[0] for line in note[:3]] == ["CPU", GPU, "GPU (Tesla T4)"]
+    assert "on Tesla T4 (cuda)" in note[2]
+    (cell,) = _code_cells(page)
+    tabs = _tabs(cell)
+    assert list(tabs) == ["CPU", GPU, "GPU (Tesla T4)"]
+    # (the last panel's text runs on to the page's end)
+    assert [tabs[label].split()[:2] for label in tabs] == [["cpu", "step"], ["h100", "step"],
+                                                          ["t4", "step"]]  # fmt: skip

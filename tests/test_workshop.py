@@ -16,7 +16,7 @@ from gpulab.course.workshop import (
 
 
 def fake_lab(i: int, cpu_s: float = 60.0, cuda_s: float | None = None) -> course.LabInfo:
-    run = {"cpu": cpu_s} | ({"cuda": cuda_s} if cuda_s is not None else {})
+    run = {"cpu": cpu_s} | ({"cuda:Tesla T4": cuda_s} if cuda_s is not None else {})
     return course.LabInfo(
         Path(f"notebooks/lab{i}_lab.ipynb"), f"Lab {i}", f"book/ch{i}", "any", run
     )
@@ -72,20 +72,26 @@ def test_longer_formats_cover_more_and_say_what_does_not_fit():
     assert "(../notebooks/lab0_lab.ipynb)" in text and "(../book/ch0.md)" in text
 
 
-def test_lab_slot_uses_recorded_run_time_for_the_device():
-    lab = fake_lab(1, cpu_s=300.0, cuda_s=30.0)
-    assert lab_minutes(lab, device="cuda", working_min=20)[0] == 21
+def test_lab_slot_uses_recorded_run_time_for_the_device_class():
+    lab = fake_lab(1, cpu_s=300.0, cuda_s=30.0)  # recorded on a T4
+    assert lab_minutes(lab, device="cuda:Tesla T4", working_min=20)[0] == 21
+    assert lab_minutes(lab, working_min=20)[0] == 21  # Colab's T4 by default
     minutes, note = lab_minutes(lab, device="cpu", working_min=20)
     assert minutes == 25 and "5.0 min as recorded on CPU" in note
+    # Another GPU class: the T4's time is not used, and the note says there is no recording.
+    minutes, note = lab_minutes(lab, device="cuda:H100 SXM5 80GB", working_min=0)
+    assert minutes == 5 and "no GPU (H100 SXM5 80GB) record yet" in note
     cpu_only = fake_lab(2, cpu_s=61.0)
-    minutes, note = lab_minutes(cpu_only, device="cuda", working_min=0)
-    assert minutes == 2 and "no GPU record yet" in note
+    minutes, note = lab_minutes(cpu_only, device="cuda:Tesla T4", working_min=0)
+    assert minutes == 2 and "no GPU (Tesla T4) record yet" in note
     unrecorded = course.LabInfo(Path("x.ipynb"), "X", "book/x", "any")
     assert lab_minutes(unrecorded, working_min=15) == (
         15,
         "run time not recorded yet; 15 min working time",
     )
-    agenda = make_agenda([lab], 90, device="cuda", working_min=20, reading_min=15)
+    with pytest.raises(ValueError, match="device_class='cuda' names no GPU"):
+        lab_minutes(lab, device="cuda")
+    agenda = make_agenda([lab], 90, device="cuda:Tesla T4", working_min=20, reading_min=15)
     (lab_slot,) = [s for s in agenda.slots if s.kind == "lab"]
     assert lab_slot.minutes == 21 and lab_slot.lab is lab
 

@@ -2,9 +2,10 @@
 
 A lab page is built from the lab notebook, whose outputs are the CPU recording. This
 extension opens the page with a note listing each recording with its provenance (or saying
-that there is no GPU recording yet), and, where ``notebooks/recordings/<kind>/`` holds a
-recording made on another device (``gpulab.course.recordings``), puts the outputs of each
-code cell whose source is unchanged in a tab per device. The tabs are plain HTML and CSS
+that there is no GPU recording yet), and, where ``notebooks/recordings/`` holds recordings
+made on other device classes (``gpulab.course.recordings``: each GPU of the spec registry its
+own), puts the outputs of each code cell whose source is unchanged in a tab per class, beside
+the CPU's. The tabs are plain HTML and CSS
 (radio buttons): no script, so they work offline and in both colour themes.
 """
 

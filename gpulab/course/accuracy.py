@@ -16,7 +16,7 @@ Two ways a lab reports a comparison, tried in this order:
    before the metadata existed).
 
 Recordings come from ``notebooks/<lab>.ipynb`` and, when present, from per-device copies in
-``notebooks/recordings/<kind>/<lab>.ipynb``; each gives its device and date from
+``notebooks/recordings/<kind>/[<GPU class>/]<lab>.ipynb``; each gives its device and date from
 ``metadata.gpulab.recorded``.
 
 Time to train is also compared with published MLPerf Training runs whose logs state the
@@ -117,7 +117,7 @@ def find_root(start: str | Path | None = None) -> Path:
 
 def _recordings(root: Path, lab: str) -> list[Path]:
     paths = [root / "notebooks" / f"{lab}.ipynb"]
-    paths += sorted((root / "notebooks" / "recordings").glob(f"*/{lab}.ipynb"))
+    paths += sorted((root / "notebooks" / "recordings").glob(f"**/{lab}.ipynb"))
     return [p for p in paths if p.is_file()]
 
 
@@ -483,8 +483,11 @@ def _llm_published(root: Path, model: str, compared: str) -> list[ModelAccuracy]
     )
     gpus = ", ".join(dict.fromkeys(s.run.spec for s in scored))
     device = f"{len(scored)} published runs on {gpus}"
-    return [ModelAccuracy(model, compared, "choosing_gpu_lab", words, median,
-                          TIME_TO_TRAIN_TARGET, device, "")]
+    return [
+        ModelAccuracy(
+            model, compared, "choosing_gpu_lab", words, median, TIME_TO_TRAIN_TARGET, device, ""
+        )
+    ]
 
 
 def _no_lab_reading(nb: dict, root: Path) -> Reading:

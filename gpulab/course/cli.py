@@ -46,6 +46,7 @@ def _lab_notebook(path: Path):
 
 def _record(args: argparse.Namespace) -> int:
     from gpulab.course.record import RecordingError, record_all, record_notebook
+    from gpulab.course.run_time_model import parse_compile_costs
 
     if args.all == bool(args.notebooks):
         raise UsageError("name the labs to record, or give --all")
@@ -54,8 +55,27 @@ def _record(args: argparse.Namespace) -> int:
             f"--timeout {args.timeout} must be a positive number of seconds per cell, "
             "e.g. --timeout 900"
         )
-    if not args.all and (args.budget_s is not None or args.start_at is not None):
-        raise UsageError("--budget-s and --start-at go with --all")
+    with_all = ("budget_s", "start_at", "stop_before", "plan", "compile_s")
+    if not args.all and any(getattr(args, name) not in (None, False) for name in with_all):
+        raise UsageError(
+            "--budget-s, --start-at, --stop-before, --plan and --compile-s go with --all"
+        )
+    if (args.plan or args.device_class is not None) != (args.limit_s is not None) or (
+        args.device_class is not None and not args.plan
+    ):
+        raise UsageError(
+            "--plan needs --limit-s (seconds one command may take), e.g. --plan --limit-s 600; "
+            "--limit-s and --device-class go with --plan"
+        )
+    if args.limit_s is not None and not 0 < args.limit_s <= MAX_RECORDING_BUDGET_S:
+        raise UsageError(
+            f"--limit-s {args.limit_s:g} must be a number of seconds above 0 and at most "
+            f"{MAX_RECORDING_BUDGET_S:g} (a day), e.g. --limit-s 600"
+        )
+    try:
+        costs = parse_compile_costs(args.compile_s)
+    except ValueError as err:
+        raise UsageError(str(err).replace("compile_s=", "--compile-s ", 1)) from None
     if args.budget_s is not None and not 0 < args.budget_s <= MAX_RECORDING_BUDGET_S:
         raise UsageError(
             f"--budget-s {args.budget_s:g} must be a number of seconds above 0 and at most "
@@ -79,6 +99,15 @@ def _record(args: argparse.Namespace) -> int:
             raise UsageError(
                 f"--start-at {start} is not a lab in {folder}; give one of: {', '.join(names)}"
             )
+        stop = args.stop_before
+        if stop is not None and (
+            Path(stop if stop.endswith(".ipynb") else f"{stop}.ipynb").name not in names
+        ):
+            raise UsageError(
+                f"--stop-before {stop} is not a lab in {folder}; give one of: {', '.join(names)}"
+            )
+        if args.plan:
+            return _plan(args, labs, costs)
     for path in args.notebooks:
         _lab_notebook(path)
     try:
@@ -88,6 +117,8 @@ def _record(args: argparse.Namespace) -> int:
                 timeout_s=args.timeout,
                 budget_s=args.budget_s,
                 start_at=args.start_at,
+                stop_before=args.stop_before,
+                compile_s=costs,
             )
             return 1 if any(o.failed or o.not_started for o in outcomes) else 0
         for path in args.notebooks:
@@ -96,6 +127,37 @@ def _record(args: argparse.Namespace) -> int:
     except RecordingError as exc:
         print(exc, file=sys.stderr)
         return 1
+    return 0
+
+
+def _plan(args: argparse.Namespace, labs: list[Path], costs: dict) -> int:
+    """``record --all --plan --limit-s N``: print the commands, run nothing."""
+    from gpulab.course.record_plan import plan_lines, plan_recording
+    from gpulab.course.recordings import bench_estimate, class_kind, device_class
+    from gpulab.measure.provenance import provenance
+
+    if args.device_class is None:
+        here = provenance()
+        where = device_class(here["kind"], here.get("name"))
+    else:
+        where = args.device_class
+        if ":" not in where and where not in ("cpu", "mps"):
+            where = f"cuda:{where}"
+        try:
+            if class_kind(where) == "cuda":
+                where = device_class("cuda", where.partition(":")[2])
+        except ValueError as err:
+            raise UsageError(str(err).replace("device_class=", "--device-class ", 1)) from None
+    if args.start_at is not None:
+        names = [lab.name for lab in labs]
+        start = args.start_at if args.start_at.endswith(".ipynb") else f"{args.start_at}.ipynb"
+        labs = labs[names.index(Path(start).name) :]
+    bench = bench_estimate(Path("results"), where)
+    commands = plan_recording(
+        labs, where, args.limit_s, costs=costs, bench=bench, folder=str(args.folder)
+    )
+    for line in plan_lines(commands, where, args.limit_s):
+        print(line)
     return 0
 
 
@@ -156,6 +218,36 @@ def add_commands(sub) -> None:
         default=None,
         metavar="LAB",
         help="with --all: begin at this lab (file name), leaving the labs before it alone",
+    )
+    record.add_argument(
+        "--stop-before",
+        default=None,
+        metavar="LAB",
+        help="with --all: end before this lab (file name), leaving it, the labs after it and "
+        "the bench alone",
+    )
+    record.add_argument(
+        "--plan",
+        action="store_true",
+        help="with --all and --limit-s: run nothing; print the commands that record every lab "
+        "and the bench, each estimated to fit the limit",
+    )
+    record.add_argument(
+        "--limit-s", type=float, default=None, help="with --plan: seconds one command may take"
+    )
+    record.add_argument(
+        "--device-class",
+        default=None,
+        metavar="CLASS",
+        help="with --plan: plan for this device class (e.g. 'cuda:H100 SXM5 80GB', a registry "
+        "name) instead of this machine's",
+    )
+    record.add_argument(
+        "--compile-s",
+        default=None,
+        metavar="COSTS",
+        help="with --all: measured seconds per compile for the estimates of labs never "
+        "recorded on this GPU class, e.g. triton=2.5,numba=0.8,inductor=30",
     )
     record.add_argument("--folder", type=Path, default=Path("notebooks"))
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")

@@ -4,7 +4,7 @@ Each lab notebook keeps a ``gpulab`` entry in its metadata::
 
     {"title": ..., "chapter": "book/gpu_basics", "needs": ...,
      "instructor_notes": "...Markdown for the workshop guide...",
-     "run_time_s": {"cpu": 41.0, "cuda": 12.0}, "recorded": {...provenance...}}
+     "run_time_s": {"cpu": 41.0, "cuda:Tesla T4": 12.0}, "recorded": {...provenance...}}
 
 ``run_time_s`` and ``recorded`` are written by ``python -m gpulab record``, never by hand.
 ``instructor_notes`` (optional) is what to emphasise and the common questions; the workshop
@@ -164,10 +164,11 @@ def lab_table(folder: str | Path = "notebooks", link_prefix: str = "") -> str:
         "|---|---|---|---|",
     ]
     for lab in list_labs(folder):
-        gpu = lab.run_time_s.get("cuda")
+        gpus = sorted(c for c in lab.run_time_s if c.startswith("cuda:"))
+        gpu = "; ".join(f"{_run_time(lab.run_time_s[c])} ({c.partition(':')[2]})" for c in gpus)
         rows.append(
             f"| [{lab.title}]({link_prefix}{lab.path.name}) | {lab.needs} | "
-            f"{_run_time(lab.run_time_s.get('cpu'))} | {_run_time(gpu)} |"
+            f"{_run_time(lab.run_time_s.get('cpu'))} | {gpu or _run_time(None)} |"
         )
     return "\n".join(rows)
 

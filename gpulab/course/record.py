@@ -3,13 +3,16 @@
 This is how every committed lab output is produced — on a CPU-only machine for the CPU
 recording, on a GPU for the GPU recording. It runs the notebook top to bottom, fills the
 cell tagged ``provenance`` with the device, software and date, and stores the run time and
-provenance per device kind in the lab's ``gpulab`` metadata.
+provenance per device class (:func:`gpulab.course.recordings.device_class`: the spec
+registry's row name of a GPU) in the lab's ``gpulab`` metadata.
 
 Every lab runs in a temporary copy of its folder, so a lab that fails leaves its outputs and
 the files beside it as they were. On a CPU the outputs are then written back into the lab
 itself, and the files the lab wrote or changed beside itself are copied back (deleted ones
-are not deleted). On any other device the executed copy is saved as
-``notebooks/recordings/<kind>/NAME_lab.ipynb`` (:mod:`gpulab.course.recordings`) and the files
+are not deleted). On any other device the executed copy is saved as the recording of its
+device class (``notebooks/recordings/cuda/h100-sxm5-80gb/NAME_lab.ipynb``,
+:func:`gpulab.course.recordings.recording_path`), so that two GPUs never overwrite each
+other's recording or run time, and the files
 beside the lab keep their CPU versions; the lab keeps its CPU outputs, so that strict nbval on
 CPU-only machines still checks them.
 
@@ -33,9 +36,11 @@ from pathlib import Path
 
 from gpulab.course.labs import PROVENANCE_TAG, first_cell_problems
 from gpulab.course.recordings import (
-    KIND_LABELS,
     RECORDINGS_FOLDER,
-    lab_recordings,
+    class_label,
+    device_class,
+    estimate_run_time,
+    lab_estimate,
     recording_path,
 )
 from gpulab.labkit.claims import TIMING_CLAIMS_ENV
@@ -157,7 +162,8 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     marked = provenance_cells(nb, path)
     record = provenance()
     kind = record["kind"]
-    target = recording_path(path, kind)
+    record["device_class"] = where = device_class(kind, record.get("name"))
+    target = recording_path(path, where)
     with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
         work = Path(tmp) / path.parent.name
         shutil.copytree(path.parent, work, ignore=_NOT_COPIED)
@@ -168,12 +174,12 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     record["run_time_s"] = round(elapsed, 1)
     text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
     marked[0].source = text
-    _stamp(nb, kind, record)
+    _stamp(nb, where, record)
     target.parent.mkdir(parents=True, exist_ok=True)
     nbformat.write(nb, target)
     if target != path:  # the lab itself keeps its CPU outputs and learns of this recording
         lab = nbformat.read(path, as_version=4)
-        _stamp(lab, kind, record)
+        _stamp(lab, where, record)
         nbformat.write(lab, path)
     return {**record, "path": str(target)}
 
@@ -237,10 +243,10 @@ def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> 
     )
 
 
-def _stamp(nb, kind: str, record: dict) -> None:
+def _stamp(nb, device_class: str, record: dict) -> None:
     meta = nb.metadata.setdefault("gpulab", {})
-    meta.setdefault("run_time_s", {})[kind] = record["run_time_s"]
-    meta.setdefault("recorded", {})[kind] = record
+    meta.setdefault("run_time_s", {})[device_class] = record["run_time_s"]
+    meta.setdefault("recorded", {})[device_class] = record
 
 
 def provenance_cells(nb, path: Path) -> list:
@@ -267,82 +273,24 @@ def _report_name(report: dict) -> str:
     return f"{report['provenance']['date']}-{'-'.join(words[:8]) or 'device'}.json"
 
 
-def estimate_run_time(run_time_s: dict, kind: str) -> tuple[float | None, str]:
-    """A lab's run time on a device of ``kind``, from its recorded runs, and where it comes from.
-
-    The run time recorded on that kind of device where there is one. A lab never recorded
-    there but recorded on a CPU is shown with its CPU run time, which is not an estimate of
-    the run on this device: a GPU run uses larger problem sizes (:func:`gpulab.scale`), so
-    it may take longer or shorter. Otherwise there is no estimate.
-
-    Parameters
-    ----------
-    run_time_s : dict
-        Seconds by device kind, as a lab's ``gpulab.run_time_s`` metadata holds them.
-    kind : {"cpu", "cuda", "mps"}
-        The kind of device the lab is about to run on.
-
-    Returns
-    -------
-    tuple
-        Seconds (None where nothing was recorded) and a note saying where they come from.
-
-    Examples
-    --------
-    >>> estimate_run_time({"cpu": 41.0, "cuda": 12.0}, "cuda")
-    (12.0, 'recorded on GPU')
-    >>> estimate_run_time({"cpu": 41.0}, "cuda")
-    (41.0, 'no recording on this kind of device: CPU time shown, not an estimate of the GPU run')
-    >>> estimate_run_time({}, "cpu")
-    (None, 'never recorded: no estimate')
-    """
-    from gpulab._checks import choice, wrong_type
-
-    if not isinstance(run_time_s, dict):
-        raise wrong_type("run_time_s", run_time_s, "a dict of seconds by device kind")
-    kind = choice("kind", kind, tuple(KIND_LABELS))
-    label = KIND_LABELS[kind]
-    if run_time_s.get(kind) is not None:
-        return float(run_time_s[kind]), f"recorded on {label}"
-    if kind != "cpu" and run_time_s.get("cpu") is not None:
-        note = (
-            "no recording on this kind of device: CPU time shown, not an estimate of the "
-            f"{label} run"
-        )
-        return float(run_time_s["cpu"]), note
-    return None, "never recorded: no estimate"
-
-
-def _recorded_run_times(lab: Path) -> dict:
-    """Seconds by device kind: the lab's metadata, and its recordings for kinds it lacks."""
-    import json
-
-    meta = json.loads(lab.read_text(encoding="utf-8")).get("metadata", {}).get("gpulab", {})
-    times = dict(meta.get("run_time_s", {}))
-    for kind, recording in lab_recordings(lab).items():
-        if times.get(kind) is None and recording.run_time_s is not None:
-            times[kind] = recording.run_time_s
-    return times
-
-
-def _estimate_lines(labs: list[Path], kind: str) -> list[str]:
-    rows, total, unknown, cpu_only = [], 0.0, 0, 0
-    for lab in labs:
-        times = _recorded_run_times(lab)
-        seconds, note = estimate_run_time(times, kind)
-        if seconds is None:
-            unknown += 1
-        else:
-            total += seconds
-            cpu_only += kind != "cpu" and times.get(kind) is None
-        rows.append((lab.name, "-" if seconds is None else format_duration(seconds), note))
-    rows.append(("total", format_duration(total) if unknown < len(labs) else "-", ""))
-    notes = [f"with {cpu_only} lab(s) at their CPU time"] if cpu_only else []
+def _estimate_lines(estimates: dict, device_class: str) -> list[str]:
+    """The table ``record --all`` starts with: each lab's estimate on this class and its basis."""
+    rows = [(name, e.shown(), e.basis) for name, e in estimates.items()]
+    known = [e for e in estimates.values() if e.seconds is not None]
+    modelled = sum(not e.recorded for e in known)
+    partial = sum(not e.complete for e in known)
+    unknown = len(estimates) - len(known)
+    total = sum(e.seconds for e in known)
+    shown = "-" if not known else format_duration(total)
+    shown = f">= {shown}" if known and (partial or unknown) else shown
+    notes = [f"{modelled} lab(s) estimated by the model"] if modelled else []
+    if partial:
+        notes.append(f"{partial} of them a lower bound")
     if unknown:
-        notes.append(f"and {unknown} lab(s) without an estimate")
-    rows[-1] = (*rows[-1][:2], " ".join(notes))
+        notes.append(f"{unknown} lab(s) without an estimate")
+    rows.append(("total", shown, "; ".join(notes)))
     width = max(len(name) for name, _, _ in rows)
-    lines = [f"Estimated run times on this machine ({KIND_LABELS[kind]}), from recorded runs:"]
+    lines = [f"Estimated run times on this machine ({class_label(device_class)}):"]
     lines += [f"  {name:<{width}}  {time_:>9}  {note}".rstrip() for name, time_, note in rows]
     return lines
 
@@ -429,6 +377,8 @@ def record_all(
     timeout_s: int = 900,
     budget_s: float | None = None,
     start_at: str | None = None,
+    stop_before: str | None = None,
+    compile_s: dict[str, float] | None = None,
     progress=print,
 ) -> list[LabOutcome]:
     """Record every lab in ``notebooks`` on this machine, then write a bench report.
@@ -438,8 +388,9 @@ def record_all(
     labs' size times :data:`DISK_MARGIN`, plus :data:`DISK_RESERVE_BYTES`, plus the working
     copy of the folder each lab runs in); any problem refuses the whole run, listing every
     problem found, in seconds rather than after the labs before it. Then an estimated run
-    time per lab on this kind of device is printed, from the labs' recorded runs
-    (:func:`estimate_run_time`), with the total.
+    time per lab on this machine's device class is printed, with the total: its recording
+    on this class where there is one, else the model's ESTIMATE
+    (:func:`gpulab.course.recordings.lab_estimate`).
 
     The labs then run one after another. A lab that fails is reported and left exactly as
     it was (its file, its outputs and the files beside it), and the next lab runs. Last,
@@ -447,12 +398,16 @@ def record_all(
     (skipped when ``results`` is None), and the table of :func:`outcome_table` is printed.
 
     With a time budget, a lab is started only if the time since the run began plus the
-    lab's estimate (its recorded run time on this kind of device, else its CPU run time;
-    a lab never recorded counts as 0 s) stays within the budget. The first lab that does not
-    fit, and every lab after it, is reported :data:`NOT_STARTED`, the bench is left for the
-    run that records the last labs, and the progress names the command that goes on from
-    there (``start_at``): a machine that caps each command at ten minutes records the course
-    in a few commands.
+    lab's estimate stays within the budget; a lab whose estimate is unknown or only a lower
+    bound is started only as the first lab of the run. The first lab that does not fit, and
+    every lab after it, is reported :data:`NOT_STARTED`, the bench is left for the run that
+    records the last labs, and the progress names the command that goes on from there
+    (``start_at``). The bench, too, runs within the budget only: when its time on this
+    device class is not known from an earlier report (:func:`gpulab.course.recordings.
+    bench_estimate`) or does not fit, the progress names the command that runs it alone. A
+    machine that caps each command at ten minutes records the course in a few commands:
+    ``python -m gpulab record --all --plan --limit-s 600`` prints them
+    (:mod:`gpulab.course.record_plan`).
 
     Parameters
     ----------
@@ -468,6 +423,12 @@ def record_all(
     start_at : str, optional
         The first lab to record (its file name, with or without ``.ipynb``); the labs before
         it in name order are left alone. None: from the first lab.
+    stop_before : str, optional
+        The first lab not to record (as ``start_at``): it and the labs after it are left
+        alone, and so is the bench. None: to the last lab.
+    compile_s : dict, optional
+        Measured seconds per compile for the model's estimates
+        (:func:`gpulab.course.run_time_model.parse_compile_costs`).
     progress : callable
         Called with each line of progress (``print``).
 
@@ -501,15 +462,33 @@ def record_all(
     labs = sorted(folder.glob("*_lab.ipynb"))
     if not labs:
         raise ValueError(f"notebooks={str(notebooks)!r} holds no labs (*_lab.ipynb)")
-    if check_text("start_at", start_at, optional=True) is not None:
-        names = [lab.name for lab in labs]
-        first = start_at if start_at.endswith(".ipynb") else f"{start_at}.ipynb"
-        first = Path(first).name
-        if first not in names:
+    names = [lab.name for lab in labs]
+
+    def position(name: str, value) -> int:
+        wanted = Path(value if value.endswith(".ipynb") else f"{value}.ipynb").name
+        if wanted not in names:
             raise ValueError(
-                f"start_at={start_at!r} is not a lab in {folder}; one of: {', '.join(names)}"
+                f"{name}={value!r} is not a lab in {folder}; one of: {', '.join(names)}"
             )
-        labs = labs[names.index(first) :]
+        return names.index(wanted)
+
+    first = 0
+    if check_text("start_at", start_at, optional=True) is not None:
+        first = position("start_at", start_at)
+    end = len(labs)
+    if check_text("stop_before", stop_before, optional=True) is not None:
+        end = position("stop_before", stop_before)
+        if end <= first:
+            raise ValueError(
+                f"stop_before={stop_before!r} must come after start_at={start_at!r} in name "
+                f"order: no lab would be recorded"
+            )
+    labs = labs[first:end]
+    if compile_s is not None and not isinstance(compile_s, dict):
+        raise TypeError(
+            f"compile_s={compile_s!r} must be a dict of measured seconds per compile "
+            "(parse_compile_costs('triton=2.5')) or None"
+        )
     problems = []
     for lab in labs:
         found = first_cell_problems(nbformat.read(lab, as_version=4))
@@ -519,21 +498,24 @@ def record_all(
         listed = "\n".join(f"  - {problem}" for problem in problems)
         raise RecordingError(f"no lab was recorded; fix these first:\n{listed}")
 
-    kind = provenance()["kind"]
-    for line in _estimate_lines(labs, kind):
+    here = provenance()
+    this_class = device_class(here["kind"], here.get("name"))
+    estimates = {lab.name: lab_estimate(lab, this_class, compile_s) for lab in labs}
+    for line in _estimate_lines(estimates, this_class):
         progress(line)
     outcomes = []
     for lab in labs:
         if budget_s is not None:
-            estimate = estimate_run_time(_recorded_run_times(lab), kind)[0] or 0.0
+            estimate = estimates[lab.name]
             elapsed = _clock() - began
-            if outcomes and outcomes[-1].not_started or elapsed + estimate > budget_s:
+            fits = not outcomes if not estimate.complete else elapsed + estimate.seconds <= budget_s
+            if outcomes and outcomes[-1].not_started or not fits:
                 if not (outcomes and outcomes[-1].not_started):
                     progress(
                         f"budget: {format_duration(elapsed)} spent, {lab.name} is estimated "
-                        f"at {format_duration(estimate)}, past the {format_duration(budget_s)} "
+                        f"at {estimate.shown()}, past the {format_duration(budget_s)} "
                         f"budget; go on with: python -m gpulab record --all --start-at "
-                        f"{lab.name}"
+                        f"{lab.name}" + (f" --stop-before {names[end]}" if end < len(names) else "")
                     )
                 outcomes.append(LabOutcome(lab.name, NOT_STARTED, 0.0))
                 continue
@@ -558,19 +540,34 @@ def record_all(
     bench_error = None
     if outcomes and outcomes[-1].not_started:
         progress("the bench is left for the run that records the last labs")
+    elif end < len(names):
+        progress(f"the bench is left for the run that records the last labs ({names[-1]})")
     elif results is not None:
+        from gpulab.course.recordings import bench_estimate
         from gpulab.measure.bench_report import run_bench
 
         out_dir = check_path("results", results)
-        progress("measuring the standard benchmarks (python -m gpulab bench) ...")
-        try:
-            report = run_bench(notes="recorded with python -m gpulab record --all")
-            out_dir.mkdir(parents=True, exist_ok=True)
-            out = out_dir / _report_name(report)
-            out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
-            progress(f"  wrote {out}")
-        except Exception as exc:  # noqa: BLE001 - the table of the labs comes first
-            bench_error = exc
+        bench = bench_estimate(out_dir, this_class)
+        elapsed = _clock() - began
+        if budget_s is not None and not (bench.complete and elapsed + bench.seconds <= budget_s):
+            progress(
+                f"budget: {format_duration(elapsed)} spent and the bench is estimated at "
+                f"{bench.shown()} ({bench.basis}), so it does not run within the "
+                f"{format_duration(budget_s)} budget; run it alone: python -m gpulab bench "
+                f"--out {out_dir}/<date>-<device>.json"
+            )
+        else:
+            progress("measuring the standard benchmarks (python -m gpulab bench) ...")
+            try:
+                start = _clock()
+                report = run_bench(notes="recorded with python -m gpulab record --all")
+                report["run_time_s"] = round(_clock() - start, 1)
+                out_dir.mkdir(parents=True, exist_ok=True)
+                out = out_dir / _report_name(report)
+                out.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+                progress(f"  wrote {out}")
+            except Exception as exc:  # noqa: BLE001 - the table of the labs comes first
+                bench_error = exc
     for line in outcome_table(outcomes).splitlines():
         progress(line)
     if bench_error is not None:

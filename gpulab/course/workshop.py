@@ -1,6 +1,6 @@
 """Workshop agendas built from the labs' own metadata, not typed by hand.
 
-Each lab records how long it took to run (``run_time_s`` per device kind, written by
+Each lab records how long it took to run (``run_time_s`` per device class, written by
 ``python -m gpulab record``). An agenda gives every chapter in it a short talk (or reading
 time), then its lab: the recorded run time plus a working-time allowance for reading the
 lab, answering its exercises and asking questions. Breaks come whenever a session would
@@ -28,6 +28,7 @@ from pathlib import Path
 from gpulab.course.labs import LabInfo, list_labs
 
 __all__ = [
+    "COLAB_CLASS",
     "STANDARD_FORMATS",
     "Agenda",
     "Slot",
@@ -145,34 +146,44 @@ class Agenda:
         return "\n".join(lines[:2]) + "\n" + " ".join(lines[2:])
 
 
-_KIND_NAMES = {"cpu": "CPU", "cuda": "GPU", "mps": "Apple GPU"}
+#: The device class a workshop plans for unless told otherwise: Colab's free GPU.
+COLAB_CLASS = "cuda:Tesla T4"
 
 
 def _clock(minutes: int) -> str:
     return f"{minutes // 60}:{minutes % 60:02d}"
 
 
-def lab_minutes(lab: LabInfo, device: str = "cuda", working_min: int = 20) -> tuple[int, str]:
+def lab_minutes(lab: LabInfo, device: str = COLAB_CLASS, working_min: int = 20) -> tuple[int, str]:
     """Minutes to plan for one lab and a note saying where the run time comes from.
 
-    The run time recorded on ``device`` is used when there is one; otherwise the CPU
-    record (a CPU run is the slower one, so the plan errs on the long side).
+    The run time recorded on the device class ``device`` (``"cuda:Tesla T4"``,
+    :func:`gpulab.course.recordings.device_class`) is used when there is one: a recording on
+    another GPU class is not (a T4's time says little about an H100's). Otherwise the CPU
+    record, and the note says that the class has no recording (a CPU run is the slower one,
+    so the plan errs on the long side).
 
     Examples
     --------
     >>> from gpulab import course
     >>> from pathlib import Path
-    >>> lab = course.LabInfo(Path("x.ipynb"), "X", "book/x", "any", run_time_s={"cpu": 130.0})
-    >>> lab_minutes(lab, device="cuda", working_min=20)
-    (23, 'run 2.2 min as recorded on CPU; no GPU record yet, + 20 min working time')
+    >>> lab = course.LabInfo(Path("x.ipynb"), "X", "book/x", "any",
+    ...                      run_time_s={"cpu": 130.0, "cuda:H100 SXM5 80GB": 20.0})
+    >>> lab_minutes(lab, device="cuda:Tesla T4", working_min=20)
+    (23, 'run 2.2 min as recorded on CPU; no GPU (Tesla T4) record yet, + 20 min working time')
+    >>> lab_minutes(lab, device="cuda:H100 SXM5 80GB", working_min=20)
+    (21, 'run 20 s as recorded on GPU (H100 SXM5 80GB), + 20 min working time')
     """
+    from gpulab.course.recordings import class_label
+
     _check_minutes("working_min", working_min, allow_zero=True)
+    wanted = class_label(device)  # refuses a bare "cuda": a GPU's class names it
     kind = device if device in lab.run_time_s else "cpu"
     seconds = lab.run_time_s.get(kind)
     if seconds is None:
         return working_min, f"run time not recorded yet; {working_min} min working time"
-    where = _KIND_NAMES.get(kind, kind)
-    missing = f"; no {_KIND_NAMES.get(device, device)} record yet" if kind != device else ""
+    where = class_label(kind)
+    missing = f"; no {wanted} record yet" if kind != device else ""
     shown = f"{seconds:.0f} s" if seconds < 90 else f"{seconds / 60:.1f} min"
     note = f"run {shown} as recorded on {where}{missing}, + {working_min} min working time"
     return math.ceil(seconds / 60) + working_min, note
@@ -190,7 +201,7 @@ def make_agenda(
     minutes: int,
     *,
     name: str = "",
-    device: str = "cuda",
+    device: str = COLAB_CLASS,
     chapter_titles: dict[str, str] | None = None,
     closing: LabInfo | None = None,
     **allowances: int,
@@ -206,8 +217,8 @@ def make_agenda(
     name : str
         Shown as the agenda's title.
     device : str
-        The device kind the seats will use (``"cuda"`` on Colab); its recorded run time is
-        used where a lab has one, the CPU record otherwise.
+        The device class the seats will use (:data:`COLAB_CLASS`, Colab's T4, by default);
+        its recorded run time is used where a lab has one, the CPU record otherwise.
     chapter_titles : dict, optional
         Chapter title by chapter path (``"book/gpu_basics"``); default: the path.
     closing : LabInfo, optional

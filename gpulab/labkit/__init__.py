@@ -3,6 +3,8 @@
 * :mod:`~gpulab.labkit.answers`: :func:`check` for exercises;
 * :mod:`~gpulab.labkit.claims`: sentences printed only when the measurement supports them;
 * :mod:`~gpulab.labkit.training_loop`: :func:`train` with progress bar and timing;
+* :mod:`~gpulab.labkit.same_training`: loss curves of a faster loop checked against the
+  baseline's, gradient-scaler skips included;
 * :mod:`~gpulab.labkit.networks`: the torch networks the case studies train;
 * :mod:`~gpulab.labkit.datasets`, :mod:`~gpulab.labkit.corpus`, :mod:`~gpulab.labkit.envs`:
   synthetic data, the course's own text, a vectorised game;
@@ -30,6 +32,7 @@ _MODULES = (
     "launcher",
     "networks",
     "plotting",
+    "same_training",
     "scoreboard",
     "selfcheck",
     "svgchart",

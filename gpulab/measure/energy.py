@@ -16,7 +16,9 @@
     measurement: real draw may be lower (idle phases) or, briefly, higher.
 
 The NVML calls go through an injectable ``nvml`` object (by default the ``pynvml`` module
-from the ``nvidia-ml-py`` package), so tests can replace it with a fake.
+from the ``nvidia-ml-py`` package), so tests can replace it with a fake. The CUDA device is
+found in NVML by its UUID or PCI bus id (:mod:`gpulab.measure.nvml_device`), not by its
+index, which ``CUDA_VISIBLE_DEVICES`` renumbers.
 
 See also the chapter "Beyond speed" (``book/beyond_speed.md``) and its energy lab.
 """
@@ -41,6 +43,7 @@ from gpulab._checks import (
 )
 from gpulab.hardware.specs import resolve_spec
 from gpulab.measure.device import torch_device
+from gpulab.measure.nvml_device import nvml_handle
 from gpulab.units import format_duration
 
 __all__ = [
@@ -49,6 +52,7 @@ __all__ = [
     "PowerAssumption",
     "assumed_power",
     "cpu_watts_per_core",
+    "gpu_energy_problem",
     "measure_energy",
 ]
 
@@ -255,6 +259,11 @@ class EnergyMeter:
         For estimates: what was assumed (printed on entry unless ``verbose=False``).
     fallback_reasons : tuple of str
         Why a better method was not used, one sentence each.
+    matched : str
+        How the CUDA device was matched to its NVML device (``"by UUID"``, ``"by PCI bus
+        id"``, ``"by index (...)"``: :func:`gpulab.measure.nvml_device.nvml_handle`), so that
+        with ``CUDA_VISIBLE_DEVICES=3`` the meter reads the GPU the work runs on; empty
+        when NVML was not used.
     samples : list of (seconds, watts)
         Power readings of the sampling method (empty otherwise).
     """
@@ -291,6 +300,7 @@ class EnergyMeter:
         self.device_name = ""
         self.assumptions: tuple[str, ...] = ()
         self.fallback_reasons: tuple[str, ...] = ()
+        self.matched = ""
         self.samples: list[tuple[float, float]] = []
         self.joules = float("nan")
         self.time_s = float("nan")
@@ -351,9 +361,13 @@ class EnergyMeter:
             return False
         self._nvml_live = True
         try:
-            self._handle = nvml.nvmlDeviceGetHandleByIndex(index)
+            self._handle, self.matched = nvml_handle(nvml, index)
             name = nvml.nvmlDeviceGetName(self._handle)
             self.device_name = name.decode() if isinstance(name, bytes) else str(name)
+        except LookupError as exc:  # the index may name another GPU: read none
+            self.fallback_reasons += (str(exc),)
+            self._shutdown()
+            return False
         except Exception as exc:
             self.fallback_reasons += (_nvml_reason(exc, f"open GPU {index}"),)
             self._shutdown()
@@ -564,3 +578,45 @@ def measure_energy(
         verbose=verbose,
         warmup_fn=warmup_fn,
     )
+
+
+def gpu_energy_problem(device="cuda", *, nvml=None) -> str | None:
+    """Why the energy of the GPU ``device`` can be neither measured nor estimated, or None.
+
+    :func:`measure_energy` on a GPU reads NVML, or else estimates from the GPU's rated power
+    in the registry; with neither (no ``pynvml`` and a GPU the registry does not list, such
+    as an H100 NVL or a GH200) it refuses, asking for ``spec=``. A lab calls this first, so
+    that it can say why and go on without the GPU's energy instead of stopping.
+
+    Parameters
+    ----------
+    device : str or torch.device
+        The CUDA device (``"cuda"``, ``"cuda:1"``); for any other device there is always an
+        estimate, and None is returned.
+    nvml : object, optional
+        Stand-in for the ``pynvml`` module (tests pass a fake).
+
+    Returns
+    -------
+    str or None
+        One sentence (without its final full stop), or None when :func:`measure_energy`
+        will give a number.
+
+    Examples
+    --------
+    >>> gpu_energy_problem("cpu") is None
+    True
+    """
+    meter = EnergyMeter(device, nvml=nvml, verbose=False)
+    kind, index = meter._device_kind()
+    if kind != "cuda":
+        return None
+    meter._index = index
+    if meter._try_nvml(index):
+        meter._shutdown()
+        return None
+    try:
+        meter._registry_entry_of_gpu()
+    except ValueError as exc:
+        return "; ".join([*meter.fallback_reasons, str(exc).split("; pass spec=")[0]])
+    return None

@@ -21,6 +21,13 @@ Which clock, for what:
   forward and backward: their host time there is only the time to launch them. On a CPU it
   is their own CPU time (``self_cpu_time_total``), which is the arithmetic.
 
+Versions: torch before 2.4 names the device clocks ``cuda_time_total`` and
+``self_cuda_time_total``; the ``device_time`` names came with the profiler's unification of
+devices (https://github.com/pytorch/pytorch/pull/123247, April 2024), which deprecates the
+``cuda`` ones with a ``FutureWarning``. :func:`region_times` reads the ``device`` name where
+the row has it and the ``cuda`` one otherwise, so the ``torch>=2.1`` that ``pyproject.toml``
+admits works, and a newer torch gives no warning.
+
 See also the capstone lab (``notebooks/capstone_lab.ipynb``), which profiles a training
 loop with this.
 """
@@ -33,7 +40,7 @@ from dataclasses import dataclass
 from gpulab._checks import choice, non_negative_number, wrong_type
 from gpulab.measure.device import torch_device
 
-__all__ = ["MATMUL_OPS", "RegionTimes", "region_times"]
+__all__ = ["MATMUL_OPS", "RegionTimes", "device_time_us", "region_times"]
 
 #: The operators whose time is the matrix-multiply arithmetic of a step (the ones autocast
 #: runs in 16 bits): ``nn.Linear`` calls ``aten::addmm`` (``aten::mm`` without a bias and in
@@ -109,15 +116,42 @@ class RegionTimes:
         return self.matmul_s / self.total_s
 
 
+def device_time_us(row, total: str = "self_device_time_total") -> float:
+    """A profiler row's device clock in microseconds, by its torch 2.4+ name or the older one.
+
+    ``total`` is ``"self_device_time_total"`` or ``"device_time_total"``; a row from a torch
+    older than 2.4 has the same clock as ``self_cuda_time_total`` / ``cuda_time_total``.
+
+    Examples
+    --------
+    >>> from types import SimpleNamespace
+    >>> device_time_us(SimpleNamespace(self_device_time_total=30.0))  # torch 2.4 and later
+    30.0
+    >>> device_time_us(SimpleNamespace(self_cuda_time_total=30.0))  # torch 2.1 to 2.3
+    30.0
+    >>> device_time_us(SimpleNamespace(key="aten::mm"))  # doctest: +ELLIPSIS
+    Traceback (most recent call last):
+    ...
+    TypeError: row=namespace(key='aten::mm') has neither self_device_time_total nor ...
+    """
+    choice("total", total, ("self_device_time_total", "device_time_total"))
+    older = total.replace("device", "cuda")
+    for name in (total, older):
+        value = getattr(row, name, None)
+        if value is not None:
+            return float(value)
+    raise TypeError(
+        f"row={row!r} has neither {total} nor {older}: it is not a row of prof.key_averages()"
+    )
+
+
 def _checked_rows(rows) -> list:
     if isinstance(rows, (str, bytes, Mapping)) or not isinstance(rows, Iterable):
         raise wrong_type("rows", rows, "the rows of prof.key_averages() (a list of them)")
     found = list(rows)
     for i, row in enumerate(found):
         if not all(hasattr(row, a) for a in _ROW_ATTRIBUTES):
-            raise wrong_type(
-                f"rows[{i}]", row, "a row of prof.key_averages() (a FunctionEventAvg)"
-            )
+            raise wrong_type(f"rows[{i}]", row, "a row of prof.key_averages() (a FunctionEventAvg)")
     if not found:
         raise ValueError("rows=[] holds no rows: profile some work first")
     return found
@@ -215,17 +249,15 @@ def region_times(rows, labels: Sequence[str], *, device=None) -> RegionTimes:
     matmuls = [row for row in found if row.key in MATMUL_OPS and row.device_type == cpu]
     if dev.type == "cuda":
         if not any(
-            row.device_type != cpu or getattr(row, "device_time_total", 0) > 0 for row in found
+            row.device_type != cpu or device_time_us(row, "device_time_total") > 0 for row in found
         ):
             raise ValueError(
                 f"device={device!r}: the rows hold no GPU time; profile with "
                 "activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]"
             )
-        matmul_us = sum(row.self_device_time_total for row in matmuls)
+        matmul_us = sum(device_time_us(row) for row in matmuls)
         clock = "device"
     else:
         matmul_us = sum(row.self_cpu_time_total for row in matmuls)
         clock = "host"
-    return RegionTimes(
-        {label: host_us[label] / 1e6 for label in wanted}, matmul_us / 1e6, clock
-    )
+    return RegionTimes({label: host_us[label] / 1e6 for label in wanted}, matmul_us / 1e6, clock)
