@@ -84,8 +84,10 @@ class Interconnect:
         if self.domain_gpus is not None:
             positive_int("domain_gpus", self.domain_gpus)
             if not text("domain_source_url", self.domain_source_url).startswith("https://"):
-                raise ValueError(f"domain_source_url={self.domain_source_url!r} must be the "
-                                 f"https:// page that gives domain_gpus={self.domain_gpus}")
+                raise ValueError(
+                    f"domain_source_url={self.domain_source_url!r} must be the "
+                    f"https:// page that gives domain_gpus={self.domain_gpus}"
+                )
 
 
 def _normalise(name: str) -> str:
