@@ -5,8 +5,8 @@ page's article, without code listings (``<pre>``), executed cells (their input a
 output: figures, generated tables, self-check widgets), formulas (counted apart, by
 :func:`formula_count`), the bibliography and the anchors Sphinx adds to headings. What is
 left is the prose: paragraphs, headings, lists, Markdown tables, captions' text is an output
-of its cell and is not counted. Words are runs of letters or digits (``"2(p-1)/p"`` in a code
-span counts, ``"—"`` does not).
+of its cell and is not counted. Words are runs of letters or digits, joined by a hyphen, an
+apostrophe or a decimal point (``"all-reduce"`` and ``"3.35"`` are one word each, ``"—"`` none).
 
 :func:`source_prose_words` estimates the same from a chapter's MyST source, with no build: it
 drops the front matter, code cells and fenced blocks, directive options, math and the targets
@@ -22,7 +22,7 @@ from html.parser import HTMLParser
 #: The most words of prose a chapter may hold (issue: about 20 minutes of reading at most).
 MAX_CHAPTER_WORDS = 4500
 
-_WORD = re.compile(r"[^\W_]+(?:['’.,][^\W_]+)*")
+_WORD = re.compile(r"[^\W_]+(?:['’.,-][^\W_]+)*")
 #: Elements whose text is not prose, by tag, and by a class that marks them.
 _SKIP_TAGS = {"pre", "script", "style", "math", "svg", "button", "nav", "footer"}
 _SKIP_CLASSES = {"cell", "math", "headerlink", "bibliography", "citation-list", "toctree-wrapper",
@@ -92,7 +92,7 @@ def prose_words(page_html: str) -> int:
     >>> prose_words('<article><h1>Ring all-reduce<a class="headerlink">#</a></h1>'
     ...             '<p>It sends <code>2(p-1)/p</code> times <span class="math">\\\\(n\\\\)</span>'
     ...             ' bytes.</p><div class="cell"><pre>print(1)</pre></div></article>')
-    7
+    9
     """
     return len(_WORD.findall(" ".join(_parse(page_html).parts)))
 
@@ -185,3 +185,47 @@ def source_prose_words(myst_text: str) -> int:
     prose = _ROLE.sub(_role_text, prose)
     prose = re.sub(r"\]\([^)]*\)", "]", prose)  # a link's target
     return len(_WORD.findall(prose))
+
+
+_GLOSSED = re.compile(r"\(\s*\{term\}`([^`]+)`\s*\)")
+
+
+def _stem(word: str) -> str:
+    word = word.lower()
+    return word[:-1] if len(word) > 3 and word.endswith("s") else word
+
+
+def doubled_glossary_words(myst_text: str) -> list[str]:
+    """Glossary links that repeat the word before them, as ``**blocks** ({term}`block`)`` does.
+
+    Such a link renders as "blocks (block)": the reader meets the same word twice. The word
+    should be the link itself, ``{term}`blocks <block>```. A gloss that says something else,
+    ``streaming multiprocessor ({term}`SM`)``, is fine.
+
+    Parameters
+    ----------
+    myst_text : str
+        The text of a ``book/*.md`` page (or a lab's Markdown).
+
+    Returns
+    -------
+    list of str
+        Each doubled place as the reader would see it, e.g. ``"blocks (block)"``.
+
+    Examples
+    --------
+    >>> doubled_glossary_words("grouped into **blocks** ({term}`block`) of threads")
+    ['blocks (block)']
+    >>> doubled_glossary_words("the **{term}`blocks <block>`**; a multiprocessor ({term}`SM`)")
+    []
+    """
+    if not isinstance(myst_text, str):
+        raise TypeError(f"myst_text={type(myst_text).__name__} must be a str (a page's source)")
+    found = []
+    for match in _GLOSSED.finditer(myst_text):
+        shown = re.sub(r"\s*<[^>]*>\s*$", "", match.group(1))
+        want = [_stem(w) for w in _WORD.findall(shown)]
+        before = _WORD.findall(myst_text[max(0, match.start() - 200) : match.start()])
+        if want and [_stem(w) for w in before[-len(want) :]] == want:
+            found.append(f"{' '.join(before[-len(want) :])} ({shown})")
+    return found
