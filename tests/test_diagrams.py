@@ -328,15 +328,21 @@ def test_ladder_values_equal_the_registry():
     network = levels[-1]
     assert network.bandwidth_bytes_per_s == gl.interconnect("InfiniBand NDR").bandwidth
     assert all(lv.source_url.startswith("https://") for lv in levels)
-    # Every published figure is a bar, at its value; the others say so.
-    cap_ax, bw_ax = fig.axes
-    assert sorted(b.get_width() for b in cap_ax.patches) == sorted(
-        lv.capacity_bytes for lv in levels if lv.capacity_bytes
-    )
-    assert sorted(b.get_width() for b in bw_ax.patches) == sorted(
-        lv.bandwidth_bytes_per_s for lv in levels if lv.bandwidth_bytes_per_s
-    )
-    assert any(t.get_text() == "not published" for t in bw_ax.texts)
+    # Every published figure is a bar, at its value; the others say why in words.
+    from gpulab.diagrams.hardware import LADDER_GAPS
+
+    attrs = ("capacity_bytes", "bandwidth_bytes_per_s", "latency_cycles")
+    for ax, attr in zip(fig.axes, attrs, strict=True):
+        values = [getattr(lv, attr) for lv in levels]
+        assert sorted(b.get_width() for b in ax.patches) == sorted(v for v in values if v)
+        gaps = [t.get_text() for t in ax.texts if t.get_text() == LADDER_GAPS[attr]]
+        assert len(gaps) == values.count(None), attr
+    assert "not published" not in {t.get_text() for ax in fig.axes for t in ax.texts}
+    # Latencies: a published measurement with its page; each rung down is slower.
+    timed = [lv for lv in levels if lv.latency_cycles]
+    assert [lv.level for lv in timed] == ["shared memory / L1", "L2 cache", "device memory (HBM3)"]
+    assert all(lv.latency_source_url.startswith("https://github.com/") for lv in timed)
+    assert [lv.latency_cycles for lv in timed] == sorted(lv.latency_cycles for lv in timed)
     # Each level is slower than the one above it, where both are published.
     bws = [lv.bandwidth_bytes_per_s for lv in levels if lv.bandwidth_bytes_per_s]
     assert bws == sorted(bws, reverse=True)

@@ -76,14 +76,14 @@ class Interconnect:
         positive_number("bandwidth", self.bandwidth)
         if self.latency_s is not None:
             non_negative_number("latency_s", self.latency_s)
-        for label in ("source_url", "notes"):
+        for label in ("source_url", "notes", "domain_source_url"):
             text(label, getattr(self, label))
         choice("kind", self.kind, ("", *_KINDS))
         if self.year is not None:
             positive_int("year", self.year)
         if self.domain_gpus is not None:
             positive_int("domain_gpus", self.domain_gpus)
-            if not text("domain_source_url", self.domain_source_url).startswith("https://"):
+            if not self.domain_source_url.startswith("https://"):
                 raise ValueError(
                     f"domain_source_url={self.domain_source_url!r} must be the "
                     f"https:// page that gives domain_gpus={self.domain_gpus}"
