@@ -3,7 +3,8 @@
 A chapter's length is measured the way a reader meets it, in the built HTML: the text of the
 page's article, without code listings (``<pre>``), executed cells (their input and their
 output: figures, generated tables, self-check widgets), formulas (counted apart, by
-:func:`formula_count`), the bibliography and the anchors Sphinx adds to headings. What is
+:func:`formula_count`), the "References" section with its list of works cited, the link to
+the other edition and the anchors Sphinx adds to headings. What is
 left is the prose: paragraphs, headings, lists, Markdown tables, captions' text is an output
 of its cell and is not counted. Words are runs of letters or digits, joined by a hyphen, an
 apostrophe or a decimal point (``"all-reduce"`` and ``"3.35"`` are one word each, ``"—"`` none).
@@ -26,7 +27,9 @@ _WORD = re.compile(r"[^\W_]+(?:['’.,-][^\W_]+)*")
 #: Elements whose text is not prose, by tag, and by a class that marks them.
 _SKIP_TAGS = {"pre", "script", "style", "math", "svg", "button", "nav", "footer"}
 _SKIP_CLASSES = {"cell", "math", "headerlink", "bibliography", "citation-list", "toctree-wrapper",
-                 "gl-calc", "gl-selfcheck"}  # fmt: skip
+                 "gl-calc", "gl-selfcheck", "gl-language-switch"}  # fmt: skip
+#: Sections that are not prose: the page's own list of works cited.
+_SKIP_IDS = {"references"}
 _VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta", "source",
          "track", "wbr"}  # fmt: skip
 
@@ -52,7 +55,12 @@ class _Prose(HTMLParser):
             self.in_article += 1
         if "math" in classes and not self._skipping():
             self.formulas += 1
-        skip = self._skipping() or tag in _SKIP_TAGS or bool(classes & _SKIP_CLASSES)
+        skip = (
+            self._skipping()
+            or tag in _SKIP_TAGS
+            or bool(classes & _SKIP_CLASSES)
+            or dict(attrs).get("id") in _SKIP_IDS
+        )
         self.stack.append((tag, skip))
 
     def handle_endtag(self, tag):
