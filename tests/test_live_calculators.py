@@ -115,7 +115,8 @@ def test_the_training_memory_chart_stacks_the_models_four_parts():
     out = run("training_memory", values)
     est = estimate_training_memory(10**9, precision="amp_bf16", optimizer="adam",
                                    activations_bytes=8 * 512 * 2**20)  # fmt: skip
-    segments = re.findall(r'<rect class="gl-part(\d)"[^>]* width="([\d.]+)" height="34"', out["html"])
+    segment = r'<rect class="gl-part(\d)"[^>]* width="([\d.]+)" height="34"'
+    segments = re.findall(segment, out["html"])
     widths = [float(w) for _, w in segments]
     parts = [est.params_bytes, est.grads_bytes, est.optimizer_bytes, est.activations_bytes]
     assert [int(i) for i, _ in segments] == [0, 1, 2, 3]
