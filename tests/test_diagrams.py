@@ -312,6 +312,30 @@ def test_tile_loads_count_reuse():
 # --------------------------------------------------------------------------- hardware
 
 
+def test_training_memory_bar_stacks_the_models_parts_against_the_gpu():
+    act = 32 * gl.layer_activation_bytes(1, 4096, 4096, 32)
+    fig, est = gl.diagrams.draw_training_memory(7_000_000_000, activations_bytes=act)
+    assert est == gl.estimate_training_memory(7_000_000_000, precision="amp_bf16",
+                                              activations_bytes=round(act))  # fmt: skip
+    ax = fig.axes[0]
+    parts = [est.params_bytes, est.grads_bytes, est.optimizer_bytes, est.activations_bytes]
+    # One bar, its four segments end to end at the estimate's parts (GB).
+    assert [b.get_width() for b in ax.patches] == pytest.approx([p / 1e9 for p in parts])
+    assert [b.get_x() for b in ax.patches] == pytest.approx(
+        [sum(parts[:i]) / 1e9 for i in range(4)]
+    )
+    # The GPU's memory, from the registry, is marked beside the bar, not across it.
+    h100 = gl.get_spec("H100 SXM").memory_bytes / 1e9
+    marks = [line for line in ax.lines if set(line.get_xdata()) == {h100}]
+    assert len(marks) == 2 and all(min(abs(y) for y in m.get_ydata()) >= 0.3 for m in marks)
+    _, alone = gl.diagrams.draw_training_memory(10**9, gpu=None)
+    assert alone.total_bytes == 16 * 10**9
+    with pytest.raises(TypeError, match="n_params"):
+        gl.diagrams.draw_training_memory(1e9)
+    with pytest.raises(ValueError, match="spec|gpu"):
+        gl.diagrams.draw_training_memory(10**9, gpu="Z9000")
+
+
 def test_ladder_values_equal_the_registry():
     spec = gl.get_spec("H100 SXM")
     fig, levels = gl.diagrams.draw_memory_ladder(spec)

@@ -62,9 +62,9 @@ def draw_training_memory(
                                         activations_bytes=round(activations_bytes))  # fmt: skip
     capacity = None
     if gpu is not None:
-        from gpulab.hardware.specs import get_spec
+        from gpulab.hardware.specs import resolve_spec
 
-        spec = get_spec(gpu)
+        spec = resolve_spec("gpu", gpu)
         if spec.memory_bytes is None:
             raise ValueError(f"gpu={gpu!r}: the spec registry gives no memory size for it")
         capacity = (spec.name, spec.memory_bytes)
@@ -81,7 +81,10 @@ def draw_training_memory(
     right = left
     if capacity is not None:
         name, size = capacity
-        ax.axvline(size / 1e9, color=PALETTE["text"], linestyle="--", linewidth=1.2)
+        # Above and below the bar only, so it never crosses a part's label.
+        for low, high in ((-0.6, -0.3), (0.3, 0.42)):
+            ax.plot([size / 1e9] * 2, [low, high], color=PALETTE["text"], linestyle="--",
+                    linewidth=1.2)  # fmt: skip
         ax.text(size / 1e9, 0.42, f" {name}: {format_bytes(size)}", fontsize=8, va="bottom")
         right = max(right, size / 1e9)
     ax.set_xlim(0, right * 1.22)
