@@ -312,6 +312,30 @@ def test_tile_loads_count_reuse():
 # --------------------------------------------------------------------------- hardware
 
 
+def test_training_memory_bar_stacks_the_models_parts_against_the_gpu():
+    act = 32 * gl.layer_activation_bytes(1, 4096, 4096, 32)
+    fig, est = gl.diagrams.draw_training_memory(7_000_000_000, activations_bytes=act)
+    assert est == gl.estimate_training_memory(7_000_000_000, precision="amp_bf16",
+                                              activations_bytes=round(act))  # fmt: skip
+    ax = fig.axes[0]
+    parts = [est.params_bytes, est.grads_bytes, est.optimizer_bytes, est.activations_bytes]
+    # One bar, its four segments end to end at the estimate's parts (GB).
+    assert [b.get_width() for b in ax.patches] == pytest.approx([p / 1e9 for p in parts])
+    assert [b.get_x() for b in ax.patches] == pytest.approx(
+        [sum(parts[:i]) / 1e9 for i in range(4)]
+    )
+    # The GPU's memory, from the registry, is marked beside the bar, not across it.
+    h100 = gl.get_spec("H100 SXM").memory_bytes / 1e9
+    marks = [line for line in ax.lines if set(line.get_xdata()) == {h100}]
+    assert len(marks) == 2 and all(min(abs(y) for y in m.get_ydata()) >= 0.3 for m in marks)
+    _, alone = gl.diagrams.draw_training_memory(10**9, gpu=None)
+    assert alone.total_bytes == 16 * 10**9
+    with pytest.raises(TypeError, match="n_params"):
+        gl.diagrams.draw_training_memory(1e9)
+    with pytest.raises(ValueError, match="spec|gpu"):
+        gl.diagrams.draw_training_memory(10**9, gpu="Z9000")
+
+
 def test_ladder_values_equal_the_registry():
     spec = gl.get_spec("H100 SXM")
     fig, levels = gl.diagrams.draw_memory_ladder(spec)
@@ -328,15 +352,21 @@ def test_ladder_values_equal_the_registry():
     network = levels[-1]
     assert network.bandwidth_bytes_per_s == gl.interconnect("InfiniBand NDR").bandwidth
     assert all(lv.source_url.startswith("https://") for lv in levels)
-    # Every published figure is a bar, at its value; the others say so.
-    cap_ax, bw_ax = fig.axes
-    assert sorted(b.get_width() for b in cap_ax.patches) == sorted(
-        lv.capacity_bytes for lv in levels if lv.capacity_bytes
-    )
-    assert sorted(b.get_width() for b in bw_ax.patches) == sorted(
-        lv.bandwidth_bytes_per_s for lv in levels if lv.bandwidth_bytes_per_s
-    )
-    assert any(t.get_text() == "not published" for t in bw_ax.texts)
+    # Every published figure is a bar, at its value; the others say why in words.
+    from gpulab.diagrams.hardware import LADDER_GAPS
+
+    attrs = ("capacity_bytes", "bandwidth_bytes_per_s", "latency_cycles")
+    for ax, attr in zip(fig.axes, attrs, strict=True):
+        values = [getattr(lv, attr) for lv in levels]
+        assert sorted(b.get_width() for b in ax.patches) == sorted(v for v in values if v)
+        gaps = [t.get_text() for t in ax.texts if t.get_text() == LADDER_GAPS[attr]]
+        assert len(gaps) == values.count(None), attr
+    assert "not published" not in {t.get_text() for ax in fig.axes for t in ax.texts}
+    # Latencies: a published measurement with its page; each rung down is slower.
+    timed = [lv for lv in levels if lv.latency_cycles]
+    assert [lv.level for lv in timed] == ["shared memory / L1", "L2 cache", "device memory (HBM3)"]
+    assert all(lv.latency_source_url.startswith("https://github.com/") for lv in timed)
+    assert [lv.latency_cycles for lv in timed] == sorted(lv.latency_cycles for lv in timed)
     # Each level is slower than the one above it, where both are published.
     bws = [lv.bandwidth_bytes_per_s for lv in levels if lv.bandwidth_bytes_per_s]
     assert bws == sorted(bws, reverse=True)

@@ -19,7 +19,7 @@ import pytest
 from gpulab.course import live_book
 from gpulab.labkit import calculators
 from gpulab.labkit.calculators import CALCULATORS, Field, run
-from gpulab.labkit.svgchart import Series, line_chart
+from gpulab.labkit.svgchart import Series, line_chart, stacked_bar
 
 #: The eight calculators the book must have live (issue: "Live in the chapters").
 EXPECTED = {
@@ -105,6 +105,36 @@ def test_the_chart_is_svg_with_its_lines_point_and_labels():
     assert "<title>FLOP/s against intensity</title>" in svg
     with pytest.raises(ValueError, match="positive on a logarithmic axis"):
         line_chart([Series("s", (0.0, 1.0), (1.0, 2.0))], x_label="x", y_label="y", x_log=True)
+
+
+def test_the_training_memory_chart_stacks_the_models_four_parts():
+    from gpulab.costmodels.memory import estimate_training_memory
+
+    values = {"params_millions": 1000, "batch_size": 8, "activation_mib": 512,
+              "precision": "amp_bf16", "optimizer": "adam"}  # fmt: skip
+    out = run("training_memory", values)
+    est = estimate_training_memory(10**9, precision="amp_bf16", optimizer="adam",
+                                   activations_bytes=8 * 512 * 2**20)  # fmt: skip
+    segment = r'<rect class="gl-part(\d)"[^>]* width="([\d.]+)" height="34"'
+    segments = re.findall(segment, out["html"])
+    widths = [float(w) for _, w in segments]
+    parts = [est.params_bytes, est.grads_bytes, est.optimizer_bytes, est.activations_bytes]
+    assert [int(i) for i, _ in segments] == [0, 1, 2, 3]
+    # Each segment's length is its part's share of the total (to the SVG's 0.1 px rounding).
+    for width, part in zip(widths, parts, strict=True):
+        assert width == pytest.approx(sum(widths) * part / est.total_bytes, abs=0.2)
+    for name in ("parameters", "gradients", "optimizer state", "activations"):
+        assert f">{name}: " in out["html"]
+    assert out["numbers"]["total_bytes"] == est.total_bytes
+
+
+def test_a_stacked_bar_refuses_parts_it_cannot_draw():
+    with pytest.raises(ValueError, match="at least one"):
+        stacked_bar([])
+    with pytest.raises(ValueError, match=r"parts\[1\]\[1\]=-1"):
+        stacked_bar([("a", 1.0), ("b", -1)])
+    with pytest.raises(TypeError, match=r"parts\[0\]"):
+        stacked_bar(["a"])
 
 
 def _tarball(files: dict[str, bytes]) -> bytes:

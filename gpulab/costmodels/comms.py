@@ -18,7 +18,7 @@ what a ring all-reduce can use and what ``nccl-tests`` reports as bus bandwidth.
 
 Everything is in SI units: bytes, seconds, bytes per second.
 
-See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+See also the chapters "Scaling out" (``book/distributed.md``, ``book/parallelism.md``).
 """
 
 from __future__ import annotations

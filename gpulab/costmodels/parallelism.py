@@ -27,7 +27,7 @@ heads, ``t`` tensor-parallel ranks):
 * a rule for the degrees of tensor, pipeline, context and data parallelism of one job, with
   its arithmetic written out — :func:`suggest_parallelism`.
 
-See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+See also the chapters "Scaling out" (``book/distributed.md``, ``book/parallelism.md``).
 """
 
 from __future__ import annotations

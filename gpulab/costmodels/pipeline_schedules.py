@@ -22,7 +22,7 @@ number of micro-batches whose activations a rank holds; :func:`interleaved_bubbl
 simulation reproduces for equal stages. The distributed lab's scripts execute the same orders
 on real processes.
 
-See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+See also the chapters "Scaling out" (``book/distributed.md``, ``book/parallelism.md``).
 """
 
 from __future__ import annotations

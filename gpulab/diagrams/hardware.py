@@ -11,41 +11,62 @@ from gpulab.units import format_bytes
 __all__ = ["draw_cpu_vs_gpu", "draw_memory_ladder", "draw_sm_anatomy"]
 
 
+#: What a panel of the ladder says where its rung has no figure, and why (by attribute).
+LADDER_GAPS = {
+    "capacity_bytes": "a link: no capacity",
+    "bandwidth_bytes_per_s": "none published by NVIDIA",
+    "latency_cycles": "not measured in cycles",
+}
+
+
 def draw_memory_ladder(spec="H100 SXM"):
-    """The memory ladder of :func:`memory_ladder` as two bar charts on log scales.
+    """The memory ladder of :func:`memory_ladder` as three bar charts on log scales: the
+    capacity, the bandwidth and the latency of each rung.
+
+    A rung without a figure says why in words (:data:`LADDER_GAPS`): the network is a link,
+    not storage; NVIDIA publishes no bandwidth for the registers or the L2 cache; latencies
+    are a third party's pointer-chasing measurements in clock cycles, for the on-chip rungs
+    and device memory only (registers are operands of the instruction, and PCIe and the
+    network are timed in microseconds, not cycles).
 
     Returns
     -------
     fig : matplotlib Figure
     levels : list of MemoryLevel
-        What was drawn; a level without a published figure is marked "not published".
+        What was drawn.
     """
     levels = memory_ladder(spec)
-    fig, (cap_ax, bw_ax) = new_figure(1, 2, figsize=(10.0, 3.8), sharey=True)
+    fig, axes = new_figure(1, 3, figsize=(12.0, 3.8), sharey=True)
     names = [lv.level for lv in levels]
-    for ax, attr, color, unit in (
-        (cap_ax, "capacity_bytes", PALETTE["memory"], "B"),
-        (bw_ax, "bandwidth_bytes_per_s", PALETTE["gpu"], "B/s"),
-    ):
-        values = [getattr(lv, attr) for lv in levels]
-        for i, value in enumerate(values):
+    panels = (
+        ("capacity_bytes", PALETTE["memory"], "capacity, whole GPU (bytes, log)", (1e6, 1e16)),
+        ("bandwidth_bytes_per_s", PALETTE["gpu"], "bandwidth (bytes/s, log)", (1e6, 1e16)),
+        ("latency_cycles", PALETTE["cpu"], "latency of one load (clock cycles, log)", (1, 1e5)),
+    )
+    for ax, (attr, color, label, (lo, hi)) in zip(axes, panels, strict=True):
+        for i, lv in enumerate(levels):
+            value = getattr(lv, attr)
             if value is None:
-                ax.text(2e6, i, "not published" if attr != "capacity_bytes" else "—",
-                        va="center", fontsize=7, color="#555555")  # fmt: skip
+                ax.text(lo * 2, i, LADDER_GAPS[attr], va="center", fontsize=7, color="#555555")
                 continue
             ax.barh(i, value, color=color, zorder=3)
-            text = format_bytes(value) if unit == "B" else f"{format_bytes(value)}/s"
-            ax.text(value * 1.3, i, text, va="center", fontsize=7)
+            if attr == "capacity_bytes":
+                shown = format_bytes(value)
+            elif attr == "bandwidth_bytes_per_s":
+                shown = f"{format_bytes(value)}/s"
+            else:
+                shown = f"{value:,.0f} cycles"
+            ax.text(value * 1.3, i, shown, va="center", fontsize=7)
         ax.set_xscale("log")
-        ax.set_xlim(1e6, 1e16)
+        ax.set_xlim(lo, hi)
+        ax.set_xlabel(label, fontsize=8)
         ax.grid(True, axis="x", alpha=0.3)
-    cap_ax.set_yticks(range(len(names)), names, fontsize=8)
-    cap_ax.invert_yaxis()
-    cap_ax.set_xlabel("capacity, whole GPU (bytes, log)")
-    bw_ax.set_xlabel("bandwidth (bytes/s, log)")
+    axes[0].set_yticks(range(len(names)), names, fontsize=8)
+    axes[0].invert_yaxis()
     fig.suptitle(f"The memory ladder of the {resolve_spec('spec', spec).name}", fontsize=10)
     fig.text(0.5, 0.01, "Sources: CUDA programming and Hopper tuning guides, the spec and "
-             "interconnect registries; see gpulab/data/memory_ladder.csv", ha="center",
+             "interconnect registries; latencies: a published pointer-chasing measurement "
+             "(markdewing/AI_kernels); see gpulab/data/memory_ladder.csv", ha="center",
              fontsize=7)  # fmt: skip
     fig.tight_layout(rect=(0, 0.05, 1, 1))
     return fig, levels

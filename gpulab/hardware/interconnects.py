@@ -52,6 +52,12 @@ class Interconnect:
         ``"pcie"``, ``"nvlink"``, ``"nvswitch"`` or ``"infiniband"``.
     year : int or None
         Year of introduction.
+    domain_gpus : int or None
+        For NVLink and NVSwitch: how many GPUs one NVLink domain connects at this bandwidth
+        (8 on an HGX H100 board, 72 in a GB200 NVL72 rack), from ``domain_source_url``;
+        beyond it traffic leaves NVLink. None where the registry gives no size.
+    domain_source_url : str
+        The page that gives ``domain_gpus``.
     """
 
     name: str
@@ -61,6 +67,8 @@ class Interconnect:
     notes: str = ""
     kind: str = ""
     year: int | None = None
+    domain_gpus: int | None = None
+    domain_source_url: str = ""
 
     def __post_init__(self) -> None:
         if not text("name", self.name).strip():
@@ -68,11 +76,18 @@ class Interconnect:
         positive_number("bandwidth", self.bandwidth)
         if self.latency_s is not None:
             non_negative_number("latency_s", self.latency_s)
-        for label in ("source_url", "notes"):
+        for label in ("source_url", "notes", "domain_source_url"):
             text(label, getattr(self, label))
         choice("kind", self.kind, ("", *_KINDS))
         if self.year is not None:
             positive_int("year", self.year)
+        if self.domain_gpus is not None:
+            positive_int("domain_gpus", self.domain_gpus)
+            if not self.domain_source_url.startswith("https://"):
+                raise ValueError(
+                    f"domain_source_url={self.domain_source_url!r} must be the "
+                    f"https:// page that gives domain_gpus={self.domain_gpus}"
+                )
 
 
 def _normalise(name: str) -> str:
@@ -95,6 +110,8 @@ def _registry() -> tuple[tuple[Interconnect, tuple[str, ...]], ...]:
             notes=row["notes"],
             kind=row["kind"],
             year=int(row["year"]) if row["year"].strip() else None,
+            domain_gpus=int(row["domain_gpus"]) if (row.get("domain_gpus") or "").strip() else None,
+            domain_source_url=row.get("domain_source_url") or "",
         )
         keys = {_normalise(row["name"])}
         keys.update(_normalise(a) for a in row["aliases"].split(";") if a.strip())

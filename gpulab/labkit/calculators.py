@@ -27,7 +27,7 @@ from pathlib import Path
 
 from gpulab._checks import choice, text, wrong_type
 from gpulab.costmodels.training_time import DEFAULT_UTILISATION
-from gpulab.labkit.svgchart import Series, line_chart
+from gpulab.labkit.svgchart import Series, line_chart, stacked_bar
 from gpulab.units import format_bytes, format_duration, format_rate
 
 __all__ = [
@@ -267,7 +267,13 @@ def _memory(params_millions, batch_size, activation_mib, precision, optimizer):
         optimizer=optimizer,
         activations_bytes=round(batch_size * activation_mib * 2**20),
     )
-    return Report(memory_report(estimate), numbers={"total_bytes": estimate.total_bytes})
+    parts = [("parameters", estimate.params_bytes), ("gradients", estimate.grads_bytes),
+             ("optimizer state", estimate.optimizer_bytes),
+             ("activations", estimate.activations_bytes)]  # fmt: skip
+    svg = stacked_bar(parts, value_format=format_bytes,
+                      title="One GPU's training memory, stacked part by part "
+                      "(prediction from the training-memory model)")  # fmt: skip
+    return Report(memory_report(estimate), svg=svg, numbers={"total_bytes": estimate.total_bytes})
 
 
 def _roofline(device, precision, intensity):

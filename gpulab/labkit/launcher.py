@@ -10,7 +10,7 @@ stops them all when one fails. :func:`torchrun` does exactly that from Python (i
 * one sentence saying what went wrong (which rank failed, with its exception), instead of
   two screens of tracebacks; the full log stays in the result.
 
-See also the chapter "Scaling out: distributed training" (``book/distributed.md``).
+See also the chapters "Scaling out" (``book/distributed.md``, ``book/parallelism.md``).
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Small line charts as SVG text, for the live calculators of the book.
+"""Small line charts and stacked bars as SVG text, for the live calculators of the book.
 
 The book's calculators run the package's own Python in the reader's browser (Pyodide), where
 matplotlib is not available, so their charts are drawn here with the standard library alone:
@@ -17,7 +17,7 @@ from dataclasses import dataclass
 
 from gpulab._checks import positive_int, text
 
-__all__ = ["Series", "line_chart"]
+__all__ = ["Series", "line_chart", "stacked_bar"]
 
 _RIGHT, _TOP, _BOTTOM = 30, 28, 46
 # Colours where no stylesheet applies (the book's stylesheet sets theme colours by class).
@@ -198,5 +198,82 @@ def line_chart(
         )
         out.append(f'<text class="gl-point-label" x="{sx(px) + shift:.1f}" '
                    f'y="{sy(py) + 16:.1f}" text-anchor="{anchor}">{esc(label)}</text>')  # fmt: skip
+    out.append("</svg>")
+    return "\n".join(out)
+
+
+#: Fill colours of the parts of a stacked bar, in order (the course's palette: they read on the
+#: light and the dark theme alike, with the labels in the text colour beside the bar).
+_PART_COLOURS = ("#4C72B0", "#55A868", "#DD8452", "#937860", "#8172B3", "#64B5CD")
+
+
+def stacked_bar(
+    parts: Sequence[tuple[str, float]],
+    *,
+    value_format: Callable[[float], str] = _default_format,
+    title: str = "",
+    width: int = 560,
+    height: int = 120,
+) -> str:
+    """An SVG bar of one total stacked from its ``parts``, with a key giving each part's value.
+
+    Parameters
+    ----------
+    parts : sequence of (str, float)
+        Each part's name and value (0 or more), drawn left to right with the classes
+        ``gl-part0``, ``gl-part1``, ...
+    value_format : callable
+        The key's text for a value (and for the total, written at the end of the bar).
+    title : str
+        The chart's accessible name (``<title>``).
+    width, height : int
+        Size in CSS pixels.
+
+    Returns
+    -------
+    str
+        An ``<svg>`` element.
+
+    Examples
+    --------
+    >>> svg = stacked_bar([("parameters", 4.0), ("gradients", 4.0), ("optimizer", 8.0)],
+    ...                   value_format=lambda v: f"{v:g} B")
+    >>> svg.count('class="gl-part'), "16 B" in svg       # a segment and a key swatch per part
+    (6, True)
+    """
+    if not parts:
+        raise ValueError("parts must hold at least one (name, value) pair")
+    width, height = positive_int("width", width), positive_int("height", height)
+    for i, part in enumerate(parts):
+        if not (isinstance(part, tuple) and len(part) == 2):
+            raise TypeError(f"parts[{i}]={part!r} must be a (name, value) pair")
+        text(f"parts[{i}][0]", part[0])
+        if not (isinstance(part[1], (int, float)) and math.isfinite(part[1]) and part[1] >= 0):
+            raise ValueError(f"parts[{i}][1]={part[1]!r} must be a finite number of 0 or more")
+    total = sum(value for _, value in parts)
+    esc = html.escape
+    left, right, bar_y, bar_h = 10, 90, 10, 34
+    scale = (width - left - right) / total if total > 0 else 0.0
+    out = [
+        f'<svg class="gl-chart" viewBox="0 0 {width} {height}" width="{width}" '
+        f'height="{height}" role="img" font-size="11" font-family="sans-serif" '
+        'fill="currentColor" xmlns="http://www.w3.org/2000/svg">',
+        f"<title>{esc(title or 'a total stacked from its parts')}</title>",
+    ]
+    x = float(left)
+    per_row = 3
+    for i, (name, value) in enumerate(parts):
+        colour = _PART_COLOURS[i % len(_PART_COLOURS)]
+        out.append(f'<rect class="gl-part{i}" fill="{colour}" x="{x:.1f}" y="{bar_y}" '
+                   f'width="{value * scale:.1f}" height="{bar_h}"/>')  # fmt: skip
+        x += value * scale
+        key_x = left + (i % per_row) * ((width - left) / per_row)
+        key_y = bar_y + bar_h + 22 + (i // per_row) * 18
+        out.append(f'<rect class="gl-part{i}" fill="{colour}" x="{key_x:.1f}" '
+                   f'y="{key_y - 9}" width="10" height="10"/>')  # fmt: skip
+        out.append(f'<text x="{key_x + 14:.1f}" y="{key_y}">'
+                   f"{esc(name)}: {esc(value_format(value))}</text>")  # fmt: skip
+    out.append(f'<text x="{x + 6:.1f}" y="{bar_y + bar_h / 2 + 4:.1f}">'
+               f"{esc(value_format(total))}</text>")  # fmt: skip
     out.append("</svg>")
     return "\n".join(out)
