@@ -8,14 +8,25 @@
 * :mod:`~gpulab.measure.bench_report`: the standard benchmark report (``python -m gpulab bench``);
 * :mod:`~gpulab.measure.energy`: energy from NVML or a labelled TDP estimate;
 * :mod:`~gpulab.measure.profiling`: where a profiled step's time went (:func:`region_times`);
-* :mod:`~gpulab.measure.provenance`: which device, software and date produced a result.
+* :mod:`~gpulab.measure.provenance`: which device, software and date produced a result;
+* :mod:`~gpulab.measure.toolchain`: whether Triton and ``torch.compile`` can build their code
+  here (a C or C++ compiler, Python's headers).
 """
 
 from __future__ import annotations
 
 from gpulab._lazy import submodule_loader
 
-_MODULES = ("bench", "bench_report", "cpu", "device", "energy", "profiling", "provenance")
+_MODULES = (
+    "bench",
+    "bench_report",
+    "cpu",
+    "device",
+    "energy",
+    "profiling",
+    "provenance",
+    "toolchain",
+)
 
 
 __getattr__, __dir__ = submodule_loader(__name__, _MODULES)
