@@ -494,3 +494,28 @@ def test_time_launch_turns_each_gpu_array_into_numbas_view_once_not_per_launch(m
     if not ck.numba_cuda_available():  # an uncompiled kernel is compiled first, or refused
         with pytest.raises(RuntimeError, match="compiling for a GPU is not possible here"):
             ck.time_launch(ck.copy_strided, 8, 256, src, dst, 3)
+
+
+def test_numba_cudas_redirect_is_set_up_before_numba_cuda_is_imported(tmp_path):
+    """numba-cuda sends ``numba.cuda`` to its own target from a .pth file, which Python reads
+    only at start-up: after a ``%pip install`` in a running notebook, gpulab imports that
+    redirect itself, before its first ``from numba import cuda``. A stand-in redirect
+    records whether Numba's CUDA target was already imported when it ran."""
+    pytest.importorskip("numba", reason="Numba is not installed")
+    (tmp_path / "_numba_cuda_redirector.py").write_text(
+        "import sys\nREDIRECTED_BEFORE_NUMBA_CUDA = 'numba.cuda' not in sys.modules\n"
+    )
+    code = (
+        "from gpulab.kernels import cuda_kernels\n"
+        "import sys\n"
+        "r = sys.modules.get('_numba_cuda_redirector')\n"
+        "print(r is not None and r.REDIRECTED_BEFORE_NUMBA_CUDA)\n"
+    )
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
