@@ -86,6 +86,7 @@ CONTRACT_MODULES = (
     "gpulab.measure.energy",
     "gpulab.measure.profiling",
     "gpulab.measure.provenance",
+    "gpulab.measure.toolchain",
     "gpulab.costmodels.chooser",
     "gpulab.costmodels.comms",
     "gpulab.costmodels.flops",
@@ -319,6 +320,10 @@ BASELINES = {
     # ---- device
     "advice": lambda: ((gl.DeviceInfo(kind="cpu", name="x"),), {}),
     "best_device": lambda: ((), {}),
+    "cache_bytes": lambda: ((), dict(device="cpu")),
+    "compile_problem": lambda: ((), dict(device="cpu", error=RuntimeError("no compiler"))),
+    "missing_build_tools": lambda: (("cpu",), {}),
+    "python_include_dir": lambda: ((), {}),
     "detect_device": lambda: ((), {}),
     "DeviceInfo": lambda: _fields(gl.detect_device()),
     "doctor": lambda: ((), dict(info=gl.DeviceInfo(kind="cpu", name="x"), file=io.StringIO())),
@@ -702,6 +707,8 @@ KINDS: dict[str, dict] = {
     "resolve_model": {"param": None, "name": "choice"},
     "named_model_or_none": {"value": None, "param": None},  # a number is valid: a size
     "torch_device": {"device": "device", "name": None},
+    "cache_bytes": {"device": "device"},
+    "compile_problem": {"device": "device", "error": ["boom", 42]},
     "allgather_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},
     "allreduce_bytes_per_rank": {"n_gpus": "count"},
     "allreduce_time": {"n_gpus": "count", "bandwidth_bytes_per_s": "pos"},

@@ -56,7 +56,7 @@ def test_with_every_tool_present_the_error_is_named(bare_machine, monkeypatch):
     )
     with pytest.raises(TypeError, match="error='boom' must be an exception or None"):
         toolchain.compile_problem("cuda", "boom")
-    with pytest.raises(ValueError, match="device_type='tpu' must be 'cuda' or 'cpu'"):
+    with pytest.raises(ValueError, match="device_type='tpu' is not known; use one of 'cuda'"):
         toolchain.missing_build_tools("tpu")
 
 

@@ -18,6 +18,8 @@ import shutil
 import sysconfig
 from pathlib import Path
 
+from gpulab._checks import choice
+
 __all__ = ["compile_problem", "missing_build_tools", "python_include_dir"]
 
 #: Where each language's compiler is looked for: the environment variable, then the names.
@@ -67,8 +69,7 @@ def missing_build_tools(device_type: str = "cuda") -> list[str]:
     >>> all(isinstance(what, str) for what in missing_build_tools("cpu"))
     True
     """
-    if device_type not in ("cuda", "cpu"):
-        raise ValueError(f"device_type={device_type!r} must be 'cuda' or 'cpu'")
+    choice("device_type", device_type, ("cuda", "cpu"))
     language = "c" if device_type == "cuda" else "c++"
     missing = []
     if _compiler(language) is None:
