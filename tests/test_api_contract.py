@@ -81,6 +81,7 @@ CONTRACT_MODULES = (
     "gpulab.hardware.specs",
     "gpulab.measure.bench",
     "gpulab.measure.bench_report",
+    "gpulab.measure.caches",
     "gpulab.measure.cpu",
     "gpulab.measure.device",
     "gpulab.measure.energy",

@@ -307,20 +307,23 @@ def test_cupy_missing_reason_without_cupy_or_without_a_gpu():
 
 def test_cache_bytes_of_a_gpu_comes_from_the_driver_or_the_registrys_memory_ladder(fake_gpu):
     from gpulab.hardware.memory_ladder import memory_ladder
+    from gpulab.measure import caches
 
-    assert device.cache_bytes("cpu") is None
+    assert caches.cache_bytes("cpu") is None
     fake_gpu("H100")  # the fake driver reports no L2 size: the registry's figure, with a source
     (l2,) = [lv for lv in memory_ladder("H100 SXM") if lv.level == "L2 cache"]
-    assert device.cache_bytes("cuda") == l2.capacity_bytes == 50_000_000
+    assert caches.cache_bytes("cuda") == l2.capacity_bytes == 50_000_000
     fake_gpu("T4")  # no figure in the ladder for it
-    assert device.cache_bytes("cuda") is None
+    assert caches.cache_bytes("cuda") is None
 
 
 def test_cache_bytes_prefers_what_the_driver_reports(fake_gpu, monkeypatch):
     import torch
 
+    from gpulab.measure import caches
+
     fake_gpu("T4")
     props = torch.cuda.get_device_properties(0)
     reported = type("Props", (), {"name": props.name, "L2_cache_size": 4 * 2**20})()
     monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: reported)
-    assert device.cache_bytes("cuda") == 4 * 2**20
+    assert caches.cache_bytes("cuda") == 4 * 2**20

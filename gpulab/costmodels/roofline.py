@@ -492,7 +492,7 @@ def measure_ceilings(
     copy_bytes : int, optional
         Size of each copied array (at least 4096, at most ``MAX_ARRAY_BYTES``, 64 GiB);
         default 128 MiB on a CPU (well beyond its caches), on a GPU 1 GiB or
-        :data:`CACHE_MULTIPLE` times its L2 (:func:`gpulab.measure.device.cache_bytes`),
+        :data:`CACHE_MULTIPLE` times its L2 (:func:`gpulab.measure.caches.cache_bytes`),
         whichever is larger. Where the two arrays of a copy are smaller than that multiple
         of a GPU's L2, the note says that the cache served part of the traffic.
     matmul_n : int, optional
@@ -528,8 +528,9 @@ def measure_ceilings(
     import torch
 
     from gpulab.measure.bench import benchmark
+    from gpulab.measure.caches import cache_bytes
     from gpulab.measure.cpu import cpu_model
-    from gpulab.measure.device import cache_bytes, scale, tf32, torch_device
+    from gpulab.measure.device import scale, tf32, torch_device
 
     if not isinstance(precision, str):
         raise wrong_type("precision", precision, f"one of {', '.join(TORCH_DTYPE_NAMES)}")

@@ -3,6 +3,7 @@
 * :mod:`~gpulab.measure.device`: the device the labs use (:func:`detect_device`,
   :func:`best_device`, :func:`torch_device`, :func:`scale`, :func:`scale_to_memory`,
   precisions it runs natively, the mixed precision to train in);
+* :mod:`~gpulab.measure.caches`: the device's last-level cache (a GPU's L2), for sizing;
 * :mod:`~gpulab.measure.cpu`: the CPU's cores, estimated peak and memory bandwidth;
 * :mod:`~gpulab.measure.bench`: timing done right (:func:`benchmark`, :func:`timer`);
 * :mod:`~gpulab.measure.bench_report`: the standard benchmark report (``python -m gpulab bench``);
@@ -20,6 +21,7 @@ from gpulab._lazy import submodule_loader
 _MODULES = (
     "bench",
     "bench_report",
+    "caches",
     "cpu",
     "device",
     "energy",

@@ -40,7 +40,6 @@ __all__ = [
     "MixedPrecision",
     "advice",
     "best_device",
-    "cache_bytes",
     "detect_device",
     "doctor",
     "in_colab",
@@ -324,40 +323,6 @@ def best_device():
     if getattr(torch.backends, "mps", None) and torch.backends.mps.is_available():
         return torch.device("mps")
     return torch.device("cpu")
-
-
-def cache_bytes(device=None) -> int | None:
-    """The last-level cache of ``device`` in bytes: a CUDA GPU's L2.
-
-    What the driver reports (``L2_cache_size`` of torch's device properties), else the
-    registry's memory ladder for that GPU (``gpulab/data/memory_ladder.csv``, with its
-    source); None for a CPU or an Apple GPU, or where neither knows the figure. Labs size
-    work that must stay in the cache, or stream past it, from this.
-
-    Examples
-    --------
-    >>> cache_bytes("cpu") is None
-    True
-    """
-    dev = torch_device(device)
-    if dev.type != "cuda":
-        return None
-    import torch
-
-    props = torch.cuda.get_device_properties(dev)
-    reported = getattr(props, "L2_cache_size", None)
-    if isinstance(reported, int) and reported > 0:
-        return reported
-    from gpulab.hardware.memory_ladder import memory_ladder
-    from gpulab.hardware.specs import find_spec
-
-    spec = find_spec(props.name)
-    try:
-        levels = memory_ladder(spec) if spec is not None else []
-    except ValueError:  # the ladder has no figures for this GPU
-        levels = []
-    sizes = [lv.capacity_bytes for lv in levels if lv.level.startswith("L2") and lv.capacity_bytes]
-    return int(sizes[0]) if sizes else None
 
 
 def torch_device(device=None, *, name: str = "device"):
