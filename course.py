@@ -338,6 +338,32 @@ def ensure_cupy(python: Path) -> None:
     run([python, "-m", "pip", "install", f"cupy-cuda{major}x"], INSTALL_TIMEOUT_S)
 
 
+#: The CUDA majors numba-cuda ships libraries for: the extras ``kernels-cu12`` and
+#: ``kernels-cu13`` of pyproject.toml, one of which a GPU machine gets (torch's major).
+NUMBA_CUDA_MAJORS = ("12", "13")
+
+
+def ensure_numba_cuda(python: Path, no_isolation: list[str]) -> None:
+    """Add Numba's CUDA target (numba-cuda, with the CUDA libraries of torch's CUDA major:
+    NVVM, NVRTC, nvJitLink) on GPU machines only; Numba's own ``numba.cuda`` is deprecated
+    and a pip machine has no NVVM for it."""
+    if not has_nvidia_gpu() or python_has(python, "import numba_cuda", "numba-cuda"):
+        return
+    major = torch_cuda_major(python)
+    if major not in NUMBA_CUDA_MAJORS:
+        say(
+            f"torch reports CUDA {major or 'none'}, for which numba-cuda has no libraries "
+            f"(it has them for CUDA {' and '.join(NUMBA_CUDA_MAJORS)}), so Numba's CUDA target "
+            "is not installed; the kernels lab says what it skips"
+        )
+        return
+    say(f"installing numba-cuda for CUDA {major} (the extra kernels-cu{major}) to match torch")
+    run(
+        [python, "-m", "pip", "install", *no_isolation, "-e", f".[kernels-cu{major}]"],
+        INSTALL_TIMEOUT_S,
+    )
+
+
 def build_isolation_args(python: Path) -> list[str]:
     """``["--no-build-isolation"]`` once ``python`` can build the course package by itself.
 
@@ -384,6 +410,7 @@ def ensure_requirements(python: Path, stamp: Path, root: Path = ROOT) -> bool:
         INSTALL_TIMEOUT_S,
     )
     ensure_cupy(python)
+    ensure_numba_cuda(python, no_isolation)
     stamp.write_text(digest + "\n")
     return True
 

@@ -15,8 +15,9 @@ driver gives it), ``get_device_capability()``, ``get_device_properties()`` (``na
 ``is_bf16_supported()`` (torch's own rule: true from compute capability 8.0, and with
 ``including_emulation=True``, its default, on older GPUs too) and ``torch.version.cuda``.
 ``torch.cuda.is_initialized()`` is False: nothing has used the GPU. NVML is absent
-(``import pynvml`` fails), CuPy is absent unless a wheel name is given, and no real GPU
-on the test machine is seen.
+(``import pynvml`` fails), CuPy is absent unless a wheel name is given (then a stand-in
+whose ``RawKernel`` runs the course's one-line probe kernel, or, with ``nvrtc=False``,
+fails as CuPy does without its compiler), and no real GPU on the test machine is seen.
 
 What it cannot do: run a kernel on the simulated GPU. Only logic that decides from what
 the device reports (sizing, advice, registry lookups, precision support, energy
@@ -85,18 +86,49 @@ GPUS = {
 }
 
 
-def _fake_cupy(version: str = "13.3.0") -> types.ModuleType:
-    """A CuPy module that sees a GPU and whose stream synchronizations are counted."""
+#: What CuPy raises at a kernel's first launch where NVRTC cannot be loaded (CuPy 13's words).
+NO_NVRTC = (
+    "CuPy failed to load libnvrtc.so.12: OSError: libnvrtc.so.12: cannot open shared object "
+    "file: No such file or directory"
+)
+
+
+def _fake_cupy(version: str = "13.3.0", *, nvrtc: bool = True) -> types.ModuleType:
+    """A CuPy module that sees a GPU and whose stream synchronizations are counted.
+
+    ``RawKernel`` compiles at the first launch, as CuPy's does, and runs the one kernel the
+    course probes with (thread 0 writes 1.0 into its first argument); without ``nvrtc`` the
+    launch raises what CuPy raises when NVRTC is missing, while ``is_available()`` still says
+    True, as CuPy's does (it loads the driver and runtime, not the compiler).
+    """
+    import numpy as np
+
     cupy = types.ModuleType("cupy")
     cupy.__version__ = version
     cupy.is_available = lambda: True
+    cupy.zeros = np.zeros
     stream = types.SimpleNamespace(synchronized=0)
 
     def synchronize():
         stream.synchronized += 1
 
+    class RawKernel:
+        launches = 0
+
+        def __init__(self, code: str, name: str) -> None:
+            self.code, self.name = code, name
+
+        def __call__(self, grid, block, args) -> None:
+            if not nvrtc:
+                raise RuntimeError(NO_NVRTC)
+            if f"void {self.name}(" not in self.code:
+                raise RuntimeError(f"no kernel named {self.name} in the source")
+            RawKernel.launches += 1
+            args[0][0] = 1.0
+
     stream.synchronize = synchronize
     cupy.cuda = types.SimpleNamespace(get_current_stream=lambda: stream)
+    cupy.RawKernel = RawKernel
     return cupy
 
 
@@ -107,6 +139,7 @@ def install_fake_gpu(
     n_gpus: int = 1,
     cuda: str = "12.4",
     cupy_package: str | None = None,
+    nvrtc: bool = True,
 ) -> FakeGpu:
     """Patch torch (and NVML, CuPy) for the rest of the test; return the GPU."""
     import torch
@@ -151,7 +184,8 @@ def install_fake_gpu(
     monkeypatch.setattr(torch.version, "cuda", cuda)
     monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml -> ImportError
     monkeypatch.setattr("gpulab.measure.device._installed_cupy_package", lambda: cupy_package)
-    monkeypatch.setitem(sys.modules, "cupy", _fake_cupy() if cupy_package else None)
+    cupy = _fake_cupy(nvrtc=nvrtc) if cupy_package else None
+    monkeypatch.setitem(sys.modules, "cupy", cupy)
     return gpu
 
 

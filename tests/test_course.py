@@ -347,6 +347,7 @@ def installs(course, monkeypatch):
     calls = []
     monkeypatch.setattr(course, "ensure_torch", lambda python: calls.append("torch"))
     monkeypatch.setattr(course, "ensure_cupy", lambda python: calls.append("cupy"))
+    monkeypatch.setattr(course, "ensure_numba_cuda", lambda python, args: calls.append("numba"))
     monkeypatch.setattr(course, "python_has", lambda python, code, what="": True)
 
     def fake_run(cmd, timeout, check=True, **kwargs):
@@ -371,7 +372,7 @@ def test_changed_requirements_reinstall_without_build_isolation(course, project,
     assert course.ensure_requirements(PY, stamp, root=project) is True
     requirements = str(project / "requirements.txt")
     pip = ["-m", "pip", "install", "--no-build-isolation", "-r", requirements]
-    assert installs == ["torch", pip, "cupy"]
+    assert installs == ["torch", pip, "cupy", "numba"]
     assert stamp.read_text() == course.requirements_digest(project) + "\n"
     installs.clear()
     assert course.ensure_requirements(PY, stamp, root=project) is False and installs == []
@@ -604,3 +605,48 @@ def test_a_failed_build_ends_with_the_failing_cells(course, capsys):
 def test_a_build_that_succeeds_adds_no_summary(course, capsys):
     assert course.run_build([sys.executable, "-c", "print('build succeeded.')"]) == 0
     assert capsys.readouterr().out == "build succeeded.\n"
+
+
+@pytest.mark.parametrize("cuda_major", ["12", "13"])
+def test_a_gpu_machine_gets_numba_cuda_for_torchs_cuda_major(
+    course, root, monkeypatch, cuda_major
+):
+    installed = []
+    monkeypatch.setattr(course, "has_nvidia_gpu", lambda: True)
+    monkeypatch.setattr(course, "python_has", lambda python, code, what="": False)
+    monkeypatch.setattr(course, "torch_cuda_major", lambda python: cuda_major)
+    monkeypatch.setattr(course, "run", lambda cmd, timeout, check=True: installed.append(cmd))
+    course.ensure_numba_cuda(PY, ["--no-build-isolation"])
+    extra = f"kernels-cu{cuda_major}"
+    assert installed == [
+        [PY, "-m", "pip", "install", "--no-build-isolation", "-e", f".[{extra}]"]
+    ]
+    # The extra exists, and pins numba-cuda with the CUDA libraries of that major.
+    pyproject = (root / "pyproject.toml").read_text()
+    assert f'\n{extra} = ["numba-cuda[cu{cuda_major}]>=0.22"]\n' in pyproject
+
+
+def test_numba_cuda_is_left_out_without_a_gpu_or_for_a_cuda_it_has_no_libraries_for(
+    course, monkeypatch, capsys
+):
+    installed = []
+    monkeypatch.setattr(course, "run", lambda cmd, timeout, check=True: installed.append(cmd))
+    monkeypatch.setattr(course, "python_has", lambda python, code, what="": False)
+    monkeypatch.setattr(course, "has_nvidia_gpu", lambda: False)
+    course.ensure_numba_cuda(PY, [])
+    monkeypatch.setattr(course, "has_nvidia_gpu", lambda: True)
+    monkeypatch.setattr(course, "torch_cuda_major", lambda python: "11")
+    course.ensure_numba_cuda(PY, [])
+    assert installed == []
+    assert "torch reports CUDA 11, for which numba-cuda has no libraries" in (
+        capsys.readouterr().out
+    )
+
+
+def test_course_py_and_the_setup_cell_know_the_same_numba_cuda_extras(course, root):
+    from gpulab.course.labs import NUMBA_CUDA_MAJORS
+
+    assert course.NUMBA_CUDA_MAJORS == NUMBA_CUDA_MAJORS
+    pyproject = (root / "pyproject.toml").read_text()
+    for major in NUMBA_CUDA_MAJORS:
+        assert f'\nkernels-cu{major} = ["numba-cuda[cu{major}]>=0.22"]\n' in pyproject

@@ -271,3 +271,59 @@ def test_cuda_fields_are_filled_on_a_gpu():
     info = gl.detect_device()
     assert info.kind == "cuda" and info.memory_bytes > 2**30 and info.sm_count > 0
     assert info.compute_capability[0] >= 3
+
+
+def test_cupy_that_sees_a_gpu_but_cannot_compile_is_not_usable_and_says_what_to_install(
+    fake_gpu,
+):
+    """``cupy.is_available()`` is True without NVRTC; a RawKernel cell would then fail."""
+    from fake_gpu import NO_NVRTC
+
+    fake_gpu("T4", cuda="12.4", cupy_package="cupy-cuda12x", nvrtc=False)
+    info = gl.detect_device()
+    assert info.kind == "cuda" and not info.cupy_usable
+    reason = info.cupy_missing_reason()
+    assert reason.startswith("CuPy sees a GPU but cannot compile a kernel on it")
+    assert NO_NVRTC.split(":")[0] in reason and 'pip install -U "cupy-cuda12x[ctk]"' in reason
+    out = io.StringIO()
+    gl.doctor(info, file=out)
+    assert "(cupy-cuda12x, not usable: see the advice below)" in out.getvalue()
+    assert f"  - {reason}" in out.getvalue()
+
+
+def test_cupy_compile_probe_runs_once_per_cupy_and_passes_where_nvrtc_loads(fake_gpu):
+    fake_gpu("H100", cuda="12.4", cupy_package="cupy-cuda12x")
+    cupy = sys.modules["cupy"]
+    first, second = gl.detect_device(), gl.detect_device()
+    assert first.cupy_usable and second.cupy_usable and first.cupy_missing_reason() == ""
+    assert cupy.RawKernel.launches == 1  # cached: the second detect_device did not compile
+
+
+def test_cupy_missing_reason_without_cupy_or_without_a_gpu():
+    assert gl.DeviceInfo(kind="cpu", name="x").cupy_missing_reason() == "CuPy is not installed"
+    no_gpu = gl.DeviceInfo(kind="cpu", name="x", cupy_package="cupy-cuda12x")
+    assert no_gpu.cupy_missing_reason() == "CuPy sees no CUDA GPU here"
+
+
+def test_cache_bytes_of_a_gpu_comes_from_the_driver_or_the_registrys_memory_ladder(fake_gpu):
+    from gpulab.hardware.memory_ladder import memory_ladder
+    from gpulab.measure import caches
+
+    assert caches.cache_bytes("cpu") is None
+    fake_gpu("H100")  # the fake driver reports no L2 size: the registry's figure, with a source
+    (l2,) = [lv for lv in memory_ladder("H100 SXM") if lv.level == "L2 cache"]
+    assert caches.cache_bytes("cuda") == l2.capacity_bytes == 50_000_000
+    fake_gpu("T4")  # no figure in the ladder for it
+    assert caches.cache_bytes("cuda") is None
+
+
+def test_cache_bytes_prefers_what_the_driver_reports(fake_gpu, monkeypatch):
+    import torch
+
+    from gpulab.measure import caches
+
+    fake_gpu("T4")
+    props = torch.cuda.get_device_properties(0)
+    reported = type("Props", (), {"name": props.name, "L2_cache_size": 4 * 2**20})()
+    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda device=None: reported)
+    assert caches.cache_bytes("cuda") == 4 * 2**20

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 #: but not a direct reference (``"gpulab @ git+https://..."``).
 BARE_PIP_INSTALL = re.compile(
     r"""pip3?\s+install\s+(?:-{1,2}[\w-]+(?:=\S+)?\s+)*["']?gpulab(?:\[[^\]]*\])?"""
-    r"""(?![\w.-])["']?(?!\s*@)"""
+    r"""(?![\w.\[-])["']?(?!\s*@)"""
 )
 #: Prose that sends someone to pip without a source: "install gpulab yourself with pip".
 BARE_PIP_PROSE = re.compile(
@@ -54,6 +54,7 @@ def test_a_bare_install_is_found(text):
     "text",
     [
         '%pip install --quiet "gpulab @ git+https://github.com/someone/course.git@main"',
+        '%pip install --quiet "gpulab[nvml,kernels-cu12] @ git+https://github.com/x/y.git@main"',
         'pip install -e ".[course]"',
         "pip install -e .",
         "pip install gpulab-tools-of-someone-else",

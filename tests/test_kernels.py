@@ -339,7 +339,8 @@ def test_without_a_driver_nothing_is_compiled_and_the_reason_says_so(numba_statu
         ck.compile_for_gpu(ck.copy_strided)
 
 
-def test_a_driver_that_cannot_compile_is_not_enough(numba_status):
+def test_a_driver_that_cannot_compile_is_not_enough(numba_status, monkeypatch):
+    monkeypatch.setattr(ck, "_numba_cuda_installed", lambda: True)
     missing = NvvmSupportError("libNVVM cannot be found. Do `conda install cudatoolkit`:\nmore")
     calls = numba_status(driver=True, compile_error=missing)
     assert ck.numba_cuda_available() is False
@@ -402,3 +403,119 @@ def test_triton_kernel_source_refuses_what_is_not_a_kernel():
         tk.kernel_source("softmax_kernel")
     with pytest.raises(TypeError, match="name=1"):
         tk.kernel_source(1)
+
+
+class CudaDriverError(Exception):
+    """Stands in for numba.cuda.cudadrv.driver.CudaAPIError (the driver refused the code)."""
+
+
+UNSUPPORTED_PTX = (
+    "[222] Call to cuModuleLoadDataEx results in CUDA_ERROR_UNSUPPORTED_PTX_VERSION"
+)
+
+
+@pytest.mark.parametrize("gpu, cuda_major", [("T4", "12"), ("H100", "13")])
+def test_ptx_newer_than_the_driver_gets_the_nvjitlink_remedy_for_torchs_cuda(
+    numba_status, monkeypatch, fake_gpu, gpu, cuda_major
+):
+    """Colab's case: NVVM from a newer toolkit emits PTX that the driver refuses."""
+    fake_gpu(gpu, cuda=f"{cuda_major}.4")
+    monkeypatch.setattr(ck, "_numba_cuda_installed", lambda: True)
+    numba_status(driver=True, compile_error=CudaDriverError(UNSUPPORTED_PTX))
+    reason = ck.numba_cuda_missing_reason()
+    assert "CUDA_ERROR_UNSUPPORTED_PTX_VERSION" in reason
+    assert "nvJitLink 12.3 or later, which links for it, is missing" in reason
+    assert f'pip install "numba-cuda[cu{cuda_major}]>=0.22"' in reason
+    note = ck.not_run("GB/s not measured")
+    assert note == (
+        "This GPU cannot run Numba's kernels yet (section 0 says why and what to install): "
+        "GB/s not measured."
+    )
+
+
+def test_numbas_own_deprecated_target_failing_on_a_gpu_points_to_numba_cuda(
+    numba_status, monkeypatch, fake_gpu
+):
+    """A fresh pip machine: torch's wheels bring no libNVVM, and numba-cuda is not there."""
+    fake_gpu("T4", cuda="12.6")
+    monkeypatch.setattr(ck, "_numba_cuda_installed", lambda: False)
+    numba_status(driver=True, compile_error=NvvmSupportError("libNVVM cannot be found."))
+    reason = ck.numba_cuda_missing_reason()
+    assert "Numba's own CUDA target is deprecated" in reason
+    assert 'pip install "numba-cuda[cu12]>=0.22" and restart Python' in reason
+
+
+def test_a_gpu_machine_without_numba_is_told_to_install_numba_cuda(monkeypatch, fake_gpu):
+    fake_gpu("H100", cuda="13.0")
+    monkeypatch.setattr(ck, "cuda", None)
+    ck._numba_cuda_status.cache_clear()
+    try:
+        reason = ck.numba_cuda_missing_reason()
+        note = ck.not_run("counts only")
+    finally:
+        ck._numba_cuda_status.cache_clear()
+    assert reason.startswith('Numba is not installed: pip install "numba-cuda[cu13]>=0.22"')
+    assert note == "No GPU with Numba here: counts only."
+
+
+def test_time_launch_turns_each_gpu_array_into_numbas_view_once_not_per_launch(monkeypatch):
+    """A stand-in for Numba's launch path: count the conversions and the launches."""
+    pytest.importorskip("numba.cuda", reason="Numba is not installed")
+    counts = {"converted": 0, "launched": 0}
+
+    class TorchCudaTensor:  # what Numba sees of a torch CUDA tensor: the interface only
+        __cuda_array_interface__ = {"shape": (4,), "typestr": "<f4", "data": (0, False)}
+
+    class View:
+        def __init__(self, array):
+            self.array = array
+
+    def as_cuda_array(array):
+        counts["converted"] += 1
+        return View(array)
+
+    class Compiled:
+        py_func = staticmethod(ck.copy_strided)
+
+        def __getitem__(self, config):
+            assert config == (8, 256)
+
+            def launch(*args):  # a real launch would convert any tensor left here
+                assert all(not isinstance(a, TorchCudaTensor) for a in args)
+                counts["launched"] += 1
+
+            return launch
+
+    monkeypatch.setattr(ck.cuda, "as_cuda_array", as_cuda_array)
+    src, dst = TorchCudaTensor(), TorchCudaTensor()
+    result = ck.time_launch(Compiled(), 8, 256, src, dst, 3, min_run_time_s=0.01, label="copy")
+    assert counts["converted"] == 2  # the two arrays, once; the stride stays a number
+    assert counts["launched"] > 2 and len(result.times_s) >= 1
+    if not ck.numba_cuda_available():  # an uncompiled kernel is compiled first, or refused
+        with pytest.raises(RuntimeError, match="compiling for a GPU is not possible here"):
+            ck.time_launch(ck.copy_strided, 8, 256, src, dst, 3)
+
+
+def test_numba_cudas_redirect_is_set_up_before_numba_cuda_is_imported(tmp_path):
+    """numba-cuda sends ``numba.cuda`` to its own target from a .pth file, which Python reads
+    only at start-up: after a ``%pip install`` in a running notebook, gpulab imports that
+    redirect itself, before its first ``from numba import cuda``. A stand-in redirect
+    records whether Numba's CUDA target was already imported when it ran."""
+    pytest.importorskip("numba", reason="Numba is not installed")
+    (tmp_path / "_numba_cuda_redirector.py").write_text(
+        "import sys\nREDIRECTED_BEFORE_NUMBA_CUDA = 'numba.cuda' not in sys.modules\n"
+    )
+    code = (
+        "from gpulab.kernels import cuda_kernels\n"
+        "import sys\n"
+        "r = sys.modules.get('_numba_cuda_redirector')\n"
+        "print(r is not None and r.REDIRECTED_BEFORE_NUMBA_CUDA)\n"
+    )
+    path = os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")])
+    env = dict(os.environ, PYTHONPATH=path.rstrip(os.pathsep))
+    proc = subprocess.run(
+        [sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+        timeout=120,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"

@@ -43,7 +43,9 @@ def test_first_cell_installs_gpulab_from_the_configured_repository(root):
 
 def test_setup_cell_does_not_touch_torch_or_cupy():
     source = setup_cell_source("https://github.com/example/course")
-    pip_line = '%pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"'
+    pip_line = (
+        '%pip install --quiet "gpulab[{_extras}] @ git+https://github.com/example/course.git@main"'
+    )
     assert pip_line in source
     assert "torch" not in source.split("%pip")[1].splitlines()[0]
     assert "cupy" not in source.lower().split("%pip")[1].splitlines()[0]
@@ -51,7 +53,7 @@ def test_setup_cell_does_not_touch_torch_or_cupy():
         setup_cell_source("git@github.com:x/y")
 
 
-def _run_without_gpulab(setup_source: str) -> nbformat.NotebookNode:
+def _run_without_gpulab(setup_source: str, torch_cuda: str | None = None) -> nbformat.NotebookNode:
     """Run a setup cell, then one more cell, in a kernel where ``import gpulab`` fails.
 
     ``%pip`` is replaced by a magic that only prints its arguments, so nothing is installed
@@ -71,6 +73,15 @@ def _run_without_gpulab(setup_source: str) -> nbformat.NotebookNode:
             "    print('pip', line)",
         ]
     )
+    if torch_cuda:  # torch reports a GPU and the CUDA version it was built for
+        hide_gpulab += "\n".join(
+            [
+                "",
+                "import torch",
+                "torch.cuda.is_available = lambda: True",
+                f"torch.version.cuda = {torch_cuda!r}",
+            ]
+        )
     nb = nbformat.v4.new_notebook()
     nb.cells = [
         nbformat.v4.new_code_cell(hide_gpulab),
@@ -86,10 +97,21 @@ def _run_without_gpulab(setup_source: str) -> nbformat.NotebookNode:
     return nb
 
 
-@pytest.mark.parametrize("published", [True, False])
-def test_setup_cell_stops_with_one_sentence_when_gpulab_cannot_be_installed(published):
+@pytest.mark.parametrize(
+    "published, torch_cuda, extras",
+    [
+        (True, None, "nvml"),  # a CPU session: no CUDA libraries are downloaded
+        (True, "12.4", "nvml,kernels-cu12"),  # Colab's T4: numba-cuda for torch's CUDA 12
+        (True, "13.0", "nvml,kernels-cu13"),
+        (True, "11.8", "nvml"),  # numba-cuda has no CUDA 11 libraries
+        (False, None, ""),
+    ],
+)
+def test_setup_cell_stops_with_one_sentence_when_gpulab_cannot_be_installed(
+    published, torch_cuda, extras
+):
     url = "https://github.com/example/course" if published else PLACEHOLDER_REPOSITORY_URL
-    nb = _run_without_gpulab(setup_cell_source(url))
+    nb = _run_without_gpulab(setup_cell_source(url), torch_cuda)
     outputs = nb.cells[1].outputs
     errors = [o for o in outputs if o.output_type == "error"]
     assert len(errors) == 1 and errors[0].ename == "GpulabSetupError"
@@ -99,7 +121,7 @@ def test_setup_cell_stops_with_one_sentence_when_gpulab_cannot_be_installed(publ
     if published:
         assert (
             printed
-            == 'pip install --quiet "gpulab @ git+https://github.com/example/course.git@main"\n'
+            == f'pip install --quiet "gpulab[{extras}] @ git+https://github.com/example/course.git@main"\n'
         )
         assert errors[0].evalue.startswith(
             "Installing gpulab from https://github.com/example/course (branch main) failed: "

@@ -170,3 +170,43 @@ def test_roofline_predicts_a_bandwidth_bound_kernel_on_this_cpu():
         assert predicted.bound == "memory"
         ratios.append(add.median_s / predicted.time_s)
     assert 1 / 2.5 < float(np.median(ratios)) < 2.5, ratios
+
+
+def test_size_caveats_say_when_a_copy_fits_the_l2_or_a_matmul_is_launch_bound():
+    from gpulab.costmodels.roofline import CACHE_MULTIPLE, LAUNCH_MULTIPLE, _size_caveats
+
+    l2 = 50_000_000  # an H100's, from the memory ladder
+    fits, launch = list(_size_caveats(32 * 2**20, l2, matmul_s=8e-6, overhead_s=5e-6))
+    assert fits == (
+        ". Caution: the copy's two arrays (64 MiB) are less than 4x the 50 MB L2 cache, which "
+        "served part of the traffic: the bandwidth is above the memory's"
+    )
+    assert launch.startswith(". Caution: the matmul took 8 µs, under 10x the 5 µs per call")
+    # Past CACHE_MULTIPLE times the L2 and LAUNCH_MULTIPLE overheads: nothing to say.
+    streams = CACHE_MULTIPLE * l2 // 2
+    assert list(_size_caveats(streams, l2, LAUNCH_MULTIPLE * 5e-6, 5e-6)) == []
+    assert list(_size_caveats(2**20, None, 1.0, 5e-6)) == []  # a CPU: no L2 figure
+
+
+def test_on_a_rehearsal_h100_ceilings_measured_inside_its_l2_say_so(tmp_path):
+    """The inference lab's CPU sizes on an H100: the note labels the copy's bandwidth."""
+    import subprocess
+    import sys
+
+    from test_rehearsal import rehearsal_env
+
+    code = (
+        "import gpulab as gl\n"
+        "c = gl.measure_ceilings('cuda', copy_bytes=32 * 2**20, matmul_n=64, "
+        "min_run_time_s=0.05)\n"
+        "print(c.device_name)\n"
+        "print(c.note)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=rehearsal_env("H100"), capture_output=True,
+        text=True, timeout=300, check=False, cwd=tmp_path,
+    )  # fmt: skip  (300 s: a few seconds of work, a hang fails instead of stopping the suite)
+    assert done.returncode == 0, done.stderr[-3000:]
+    name, note = done.stdout.strip().splitlines()[-2:]
+    assert name == "NVIDIA H100 80GB HBM3"
+    assert "(64 MiB) are less than 4x the 50 MB L2 cache" in note

@@ -491,10 +491,14 @@ def measure_ceilings(
         ``"tf32"`` switches it on.
     copy_bytes : int, optional
         Size of each copied array (at least 4096, at most ``MAX_ARRAY_BYTES``, 64 GiB);
-        default 128 MiB on a CPU (well beyond its caches), 1 GiB on a GPU.
+        default 128 MiB on a CPU (well beyond its caches), on a GPU 1 GiB or
+        :data:`CACHE_MULTIPLE` times its L2 (:func:`gpulab.measure.caches.cache_bytes`),
+        whichever is larger. Where the two arrays of a copy are smaller than that multiple
+        of a GPU's L2, the note says that the cache served part of the traffic.
     matmul_n : int, optional
         Matrix side (at least 16, at most ``MAX_MATRIX_SIDE``); default 1024 on a CPU, 8192
-        on a GPU.
+        on a GPU. Where the matmul took less than :data:`LAUNCH_MULTIPLE` times the per-call
+        overhead measured beside it, the note says that it was launch-bound.
     min_run_time_s : float
         Seconds of timing per measurement (at most ``MAX_RUN_TIME_S``, 600 s).
     num_threads : int, optional
@@ -510,7 +514,8 @@ def measure_ceilings(
     Returns
     -------
     Ceilings
-        With ``measured=True`` and a note saying how they were measured.
+        With ``measured=True`` and a note saying how they were measured, and what else than
+        the memory's bandwidth or the peak they may have measured.
 
     Examples
     --------
@@ -523,6 +528,7 @@ def measure_ceilings(
     import torch
 
     from gpulab.measure.bench import benchmark
+    from gpulab.measure.caches import cache_bytes
     from gpulab.measure.cpu import cpu_model
     from gpulab.measure.device import scale, tf32, torch_device
 
@@ -550,7 +556,9 @@ def measure_ceilings(
             raise ValueError(f"matmul_n={matmul_n!r} must be an integer of at least 16")
         at_most("matmul_n", matmul_n, MAX_MATRIX_SIDE, "the side of a measured matmul")
     dev = torch_device(device)
-    copy_bytes = scale(cpu=128 * 2**20, gpu=2**30, device=dev) if copy_bytes is None else copy_bytes
+    l2 = cache_bytes(dev)
+    if copy_bytes is None:  # on a GPU, past its L2 (see CACHE_MULTIPLE)
+        copy_bytes = scale(cpu=128 * 2**20, gpu=max(2**30, CACHE_MULTIPLE * (l2 or 0)), device=dev)
     matmul_n = scale(cpu=1024, gpu=8192, device=dev) if matmul_n is None else matmul_n
 
     src = torch.ones(copy_bytes // 4, dtype=torch.float32, device=dev)
@@ -567,7 +575,8 @@ def measure_ceilings(
     b = torch.randn(matmul_n, matmul_n, device=dev).to(torch_dtype)
     c = torch.empty_like(a)
     with tf32(precision == "tf32"):
-        peak = 2 * matmul_n**3 / best(lambda: torch.mm(a, b, out=c), "matmul")
+        matmul_s = best(lambda: torch.mm(a, b, out=c), "matmul")
+    peak = 2 * matmul_n**3 / matmul_s
 
     one = torch.ones(1, device=dev)
     into = torch.empty_like(one)
@@ -581,9 +590,34 @@ def measure_ceilings(
         f"{matmul_n}×{matmul_n} {precision} matmul, one-element add for the per-call "
         f"overhead{threads}; medians of gl.benchmark{rounds}"
     )
+    note += "".join(_size_caveats(copy_bytes, l2, matmul_s, overhead_s))
     return Ceilings(
         name, precision, peak, bandwidth, measured=True, note=note, overhead_s=overhead_s
     )
+
+
+#: Arrays that together exceed this many times a GPU's L2 stream from memory: the cache can
+#: hold a quarter of them at most, while smaller ones are partly served by it.
+CACHE_MULTIPLE = 4
+#: A matmul shorter than this many per-call overheads is launch-bound: a tenth or more of its
+#: time is the call, not the arithmetic, and its FLOP/s understate the peak.
+LAUNCH_MULTIPLE = 10
+
+
+def _size_caveats(copy_bytes: int, l2: int | None, matmul_s: float, overhead_s: float):
+    """What else than the memory's bandwidth and the peak the sizes made the roofs measure."""
+    if l2 and 2 * copy_bytes < CACHE_MULTIPLE * l2:
+        yield (
+            f". Caution: the copy's two arrays ({format_bytes(2 * copy_bytes, binary=True)}) "
+            f"are less than {CACHE_MULTIPLE}x the {format_bytes(l2)} L2 cache, which served "
+            "part of the traffic: the bandwidth is above the memory's"
+        )
+    if matmul_s < LAUNCH_MULTIPLE * overhead_s:
+        yield (
+            f". Caution: the matmul took {format_duration(matmul_s)}, under {LAUNCH_MULTIPLE}x "
+            f"the {format_duration(overhead_s)} per call: launch-bound, its FLOP/s are below "
+            "the peak"
+        )
 
 
 def _as_ceilings_list(ceilings, precision: str) -> list[Ceilings]:

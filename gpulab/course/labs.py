@@ -188,12 +188,21 @@ def is_published(repo_url: str) -> bool:
     return repo_url.strip().rstrip("/").removesuffix(".git") != PLACEHOLDER_REPOSITORY_URL
 
 
+#: The CUDA majors with an extra ``kernels-cuNN`` (numba-cuda with that CUDA's libraries) in
+#: pyproject.toml; ``course.py install`` knows the same list.
+NUMBA_CUDA_MAJORS = ("12", "13")
+
+
 def setup_cell_source(repo_url: str, branch: str = "main") -> str:
     """The first code cell of every lab: install gpulab only where it is missing.
 
     On Colab this installs gpulab from the course repository with pip; pip keeps the torch
-    and CuPy Colab already has because gpulab does not pin them. Where gpulab is already
-    installed (a local checkout, CI) the cell only imports it and calls ``setup_lab()``.
+    and CuPy Colab already has because gpulab does not pin them. It adds the extras ``nvml``
+    (NVML for the energy readings) and, where torch sees a CUDA GPU, ``kernels-cu12`` or
+    ``kernels-cu13`` for torch's CUDA major: numba-cuda, Numba's CUDA target, with the CUDA
+    libraries it compiles and links with (a GPU-less session does not download them).
+    Where gpulab is already installed (a local checkout, CI) the cell only imports it and
+    calls ``setup_lab()``.
     Where gpulab cannot be installed (the install failed, or ``repo_url`` is still the
     placeholder, so there is nothing to install from) the cell raises ``GpulabSetupError``
     with one sentence saying what went wrong and what to do; "Run all" stops there instead
@@ -209,7 +218,14 @@ def setup_cell_source(repo_url: str, branch: str = "main") -> str:
             "above and that the repository is public, then run this cell again."
         )
         on_missing = [
-            f'%pip install --quiet "gpulab @ git+{url}.git@{branch}"',
+            "try:  # NVML for the energy lab; on a GPU, Numba's CUDA target for torch's CUDA",
+            "    import torch",
+            '    _cuda = torch.version.cuda.split(".")[0] if torch.cuda.is_available() else ""',
+            "except (ImportError, AttributeError):  # no torch, or a GPU build without CUDA",
+            '    _cuda = ""',
+            f"_gpu = f\",kernels-cu{{_cuda}}\" if _cuda in {NUMBA_CUDA_MAJORS!r} else \"\"",
+            '_extras = "nvml" + _gpu',
+            f'%pip install --quiet "gpulab[{{_extras}}] @ git+{url}.git@{branch}"',
             "try:",
             "    import gpulab as gl",
             "except ImportError:",

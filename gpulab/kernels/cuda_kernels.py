@@ -22,7 +22,12 @@ Examples
 from __future__ import annotations
 
 import functools
+import importlib.util
 
+try:  # numba-cuda's redirect of ``numba.cuda`` to its own target, which a .pth file sets up
+    import _numba_cuda_redirector  # noqa: F401 - only when Python starts: not after a %pip
+except ImportError:
+    pass
 try:  # only for compiling on a GPU; the simulator supplies its own ``cuda``
     from numba import cuda, float32
 except ImportError:  # pragma: no cover - Numba is optional
@@ -33,7 +38,10 @@ __all__ = [
     "compile_for_gpu",
     "copy_gather",
     "copy_strided",
+    "install_hint",
     "matmul_naive",
+    "not_run",
+    "time_launch",
     "numba_cuda_available",
     "numba_cuda_missing_reason",
     "tiled_matmul",
@@ -190,10 +198,70 @@ def _compile_trivial_kernel() -> None:
         raise RuntimeError("a one-line kernel ran but did not write its result")
 
 
+def _torch_cuda_major() -> str | None:
+    try:
+        import torch
+    except ImportError:
+        return None
+    version = torch.version.cuda
+    return version.split(".")[0] if version else None
+
+
+def install_hint() -> str:
+    """The command that installs Numba's CUDA target for this machine's CUDA, in words.
+
+    numba-cuda (Numba's own ``numba.cuda`` is deprecated in its favour) with the CUDA
+    libraries of torch's CUDA major: NVVM to compile, nvJitLink to link for a driver older
+    than those libraries. The extras ``kernels-cu12`` and ``kernels-cu13`` of the course
+    package name the same requirement.
+
+    Examples
+    --------
+    >>> from gpulab.kernels import cuda_kernels as ck
+    >>> "numba-cuda[cu" in ck.install_hint()
+    True
+    """
+    major = _torch_cuda_major()
+    extra = f"cu{major}" if major in ("12", "13") else "cu12 or cu13, your CUDA's major"
+    return (
+        f'pip install "numba-cuda[{extra}]>=0.22" and restart Python (on Colab: '
+        "Runtime > Restart session), then run the lab again"
+    )
+
+
+def _numba_cuda_installed() -> bool:
+    """Whether the numba-cuda package (not only Numba's own, deprecated target) is here."""
+    return importlib.util.find_spec("numba_cuda") is not None
+
+
+def _remedy(message: str) -> str:
+    """What to do about a failed compile-and-run of the probe kernel, from Numba's message."""
+    lower = message.lower()
+    if not _numba_cuda_installed():
+        return (
+            "Numba's own CUDA target is deprecated and needs a CUDA toolkit's NVVM no newer "
+            f"than the driver: {install_hint()}"
+        )
+    if "unsupported_ptx_version" in lower or "ptx version" in lower:
+        return (
+            "the driver is older than the CUDA libraries that compiled the kernel, and "
+            "nvJitLink 12.3 or later, which links for it, is missing: reinstall with "
+            f"{install_hint()}, or update the NVIDIA driver"
+        )
+    if "nvvm" in lower:
+        return (
+            "Numba compiles with NVVM, which comes with the CUDA toolkit, not the driver: "
+            f"{install_hint()}"
+        )
+    return f"check numba-cuda's installation for this CUDA version: {install_hint()}"
+
+
 @functools.cache
 def _numba_cuda_status() -> tuple[bool, str]:
     """(available, reason), worked out once: the driver first, then a compile and a run."""
     if cuda is None:
+        if _torch_cuda_major() is not None:  # a CUDA build of torch: a GPU machine
+            return False, f"Numba is not installed: {install_hint()}"
         return False, "Numba is not installed (pip install numba)"
     try:
         driver = bool(cuda.is_available())
@@ -204,14 +272,37 @@ def _numba_cuda_status() -> tuple[bool, str]:
     try:
         _compile_trivial_kernel()
     except Exception as exc:  # noqa: BLE001 - any failure here would fail the lab's launches
-        reason = f"Numba sees a CUDA GPU but cannot compile a kernel for it ({_first_line(exc)})"
-        if "nvvm" in str(exc).lower():
-            reason += (
-                "; Numba compiles with NVVM, which comes with the CUDA toolkit, not the driver: "
-                "install the toolkit for Numba (see Numba's installation guide) and restart"
-            )
-        return False, reason
+        return False, (
+            f"Numba sees a CUDA GPU but cannot compile a kernel for it ({_first_line(exc)}); "
+            f"{_remedy(str(exc))}"
+        )
     return True, ""
+
+
+def not_run(what: str) -> str:
+    """One sentence for a cell that runs Numba kernels on a GPU and cannot here.
+
+    ``what`` says what the cell does instead. Without a GPU that is all there is to say;
+    on a GPU where Numba cannot run a kernel, the sentence says so and points to the
+    remedy that :func:`numba_cuda_missing_reason` gives, so that no GPU cell is skipped
+    without a word.
+
+    Examples
+    --------
+    >>> from gpulab.kernels import cuda_kernels as ck
+    >>> sentence = ck.not_run("predictions only")
+    >>> sentence == "" if ck.numba_cuda_available() else sentence.endswith(": predictions only.")
+    True
+    """
+    if not isinstance(what, str):
+        raise TypeError(f"what={what!r} must be a str saying what the cell does instead")
+    if numba_cuda_available():
+        return ""
+    if _numba_cuda_status()[1].startswith("Numba sees a CUDA GPU"):
+        where = "This GPU cannot run Numba's kernels yet (section 0 says why and what to install)"
+    else:
+        where = "No GPU with Numba here"
+    return f"{where}: {what}."
 
 
 def _first_line(exc: BaseException) -> str:
@@ -233,3 +324,43 @@ def compile_for_gpu(kernel):
             f"compiling for a GPU is not possible here: {numba_cuda_missing_reason()}"
         )
     return cuda.jit(kernel)
+
+
+def time_launch(kernel, grid, block, *args, min_run_time_s: float = 0.2, label: str = ""):
+    """Time ``kernel[grid, block](*args)`` on the GPU with :func:`gpulab.benchmark`.
+
+    Numba turns each argument that is another library's GPU array (a torch CUDA tensor, a
+    CuPy array) into a view of its own through ``cuda.as_cuda_array`` at every launch, a
+    fixed cost per argument that a fast kernel's time would include. Here each is turned
+    into that view once, before the timing, so the timed calls launch the kernel alone.
+    The views share the tensors' memory: what the kernel writes, the tensors hold.
+
+    Parameters
+    ----------
+    kernel : callable
+        A kernel of this module (compiled here with :func:`compile_for_gpu`) or one
+        compiled already.
+    grid, block : int or tuple of int
+        The launch configuration.
+    *args
+        The kernel's arguments: GPU arrays and scalars.
+    min_run_time_s, label
+        As for :func:`gpulab.benchmark`.
+
+    Returns
+    -------
+    gpulab.BenchResult
+
+    Raises
+    ------
+    RuntimeError
+        Where Numba cannot run a kernel on a GPU here, with the reason.
+    """
+    from gpulab.measure.bench import benchmark
+
+    compiled = kernel if hasattr(kernel, "py_func") else compile_for_gpu(kernel)
+    views = tuple(
+        cuda.as_cuda_array(a) if hasattr(a, "__cuda_array_interface__") else a for a in args
+    )
+    launch = compiled[grid, block]
+    return benchmark(lambda: launch(*views), min_run_time_s=min_run_time_s, label=label)

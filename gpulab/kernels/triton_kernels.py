@@ -73,18 +73,31 @@ __all__ = [
 
 
 def triton_available() -> bool:
-    """Whether Triton imported (compiled on a GPU, interpreted on a CPU)."""
-    return triton is not None
+    """Whether Triton imported (compiled on a GPU, interpreted on a CPU) and, where it
+    compiles, can build the C launcher it needs for each kernel (a C compiler and Python's
+    headers: :func:`gpulab.measure.toolchain.compile_problem`)."""
+    return triton is not None and not _build_problem()
 
 
 def triton_missing_reason() -> str:
     """Why Triton is not usable here ('' where it is)."""
-    if triton is not None:
+    if triton is None:
+        return (
+            f"Triton is not installed or did not import ({_IMPORT_ERROR}); it ships wheels for "
+            "Linux x86-64 (pip install triton)"
+        )
+    return _build_problem()
+
+
+@functools.cache
+def _build_problem() -> str:
+    """'' unless Triton compiles here (not interpreted) and lacks the tools to build with;
+    worked out once (the wrappers stay as cheap to call as they were)."""
+    if triton is None or interpreted():
         return ""
-    return (
-        f"Triton is not installed or did not import ({_IMPORT_ERROR}); it ships wheels for "
-        "Linux x86-64 (pip install triton)"
-    )
+    from gpulab.measure.toolchain import compile_problem
+
+    return compile_problem("cuda")
 
 
 def interpreted() -> bool:

@@ -11,6 +11,7 @@ See also the chapter "What a GPU is" (``book/gpu_basics.md``) and ``python -m gp
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import platform
 import re
@@ -87,7 +88,8 @@ class DeviceInfo:
     cupy_package : str or None
         The installed CuPy wheel, e.g. ``"cupy-cuda12x"``.
     cupy_usable : bool
-        CuPy imports and sees a GPU.
+        CuPy imports, sees a GPU and compiles a kernel on it (``cupy.is_available()``
+        alone does not check NVRTC, CuPy's compiler: see :func:`cupy_missing_reason`).
     driver_version : str or None
         NVIDIA driver version from NVML, when a driver is present.
     in_colab : bool
@@ -146,6 +148,22 @@ class DeviceInfo:
     def is_gpu(self) -> bool:
         """True when the labs will run on a GPU (CUDA or Apple MPS)."""
         return self.kind in ("cuda", "mps")
+
+    def cupy_missing_reason(self) -> str:
+        """Why :attr:`cupy_usable` is False, in one sentence ('' where it is True).
+
+        Examples
+        --------
+        >>> import gpulab as gl
+        >>> gl.DeviceInfo(kind="cpu", name="x").cupy_missing_reason()
+        'CuPy is not installed'
+        """
+        if self.cupy_usable:
+            return ""
+        if self.cupy_package is None:
+            return "CuPy is not installed"
+        about_cupy = [p for p in self.problems if p.startswith("CuPy")]
+        return about_cupy[0] if about_cupy else "CuPy sees no CUDA GPU here"
 
     def summary(self) -> str:
         """One line: the device and the torch version, for provenance lines and headers."""
@@ -210,10 +228,43 @@ def _probe_cupy() -> dict:
         return {**info, "problems": (f"CuPy ({package}) is installed but fails to import: {exc}",)}
     info["cupy_version"] = cupy.__version__
     try:
-        info["cupy_usable"] = bool(cupy.is_available())
+        usable = bool(cupy.is_available())
     except Exception as exc:
-        info["problems"] = (f"CuPy cannot reach a GPU: {exc}",)
+        return {**info, "problems": (f"CuPy cannot reach a GPU: {exc}",)}
+    problem = _cupy_compile_problem(cupy, package) if usable else ""
+    if problem:
+        info["problems"] = (problem,)
+    info["cupy_usable"] = usable and not problem
     return info
+
+
+#: The smallest CUDA C kernel there is: thread 0 writes one number. Compiling it needs
+#: NVRTC, which ``cupy.is_available()`` does not load.
+_PROBE_KERNEL = 'extern "C" __global__ void gpulab_probe(float* out) { out[0] = 1.0f; }'
+
+
+@functools.cache
+def _cupy_compile_problem(cupy, package: str) -> str:
+    """'' where ``cupy`` compiles and runs :data:`_PROBE_KERNEL`, else one sentence saying
+    why not and what to install. Worked out once per CuPy module (a few milliseconds, and
+    CuPy caches the compiled kernel on disk)."""
+    try:
+        kernel = cupy.RawKernel(_PROBE_KERNEL, "gpulab_probe")
+        out = cupy.zeros(1, dtype="float32")
+        kernel((1,), (1,), (out,))
+        wrote = float(out[0]) == 1.0
+    except Exception as exc:  # noqa: BLE001 - any failure here would stop a RawKernel cell
+        text = str(exc).strip().splitlines()
+        why = f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
+        extra = f'pip install -U "{package}[ctk]"' if package != "cupy" else "install NVRTC"
+        return (
+            f"CuPy sees a GPU but cannot compile a kernel on it ({why}); CuPy compiles with "
+            f"NVRTC, which comes with the CUDA toolkit, not the driver: {extra} (CuPy 14 and "
+            "later install the toolkit's libraries with it) and restart Python"
+        )
+    if not wrote:
+        return "CuPy compiled a one-line kernel but it did not write its result"
+    return ""
 
 
 def _probe_nvml() -> dict:
@@ -397,7 +448,13 @@ def _report(info: DeviceInfo) -> str:
     cc = ".".join(map(str, info.compute_capability)) if info.compute_capability else "-"
     cupy = info.cupy_version or "not installed"
     if info.cupy_package:
-        cupy += f" ({info.cupy_package}{', usable' if info.cupy_usable else ', no GPU'})"
+        if info.cupy_usable:
+            state = "usable"
+        elif any(p.startswith("CuPy") for p in info.problems):
+            state = "not usable: see the advice below"
+        else:
+            state = "no GPU"
+        cupy += f" ({info.cupy_package}, {state})"
     rows = [
         ("Device", f"{info.kind}: {info.name}"),
         ("GPUs visible", str(info.n_gpus)),
