@@ -8,6 +8,9 @@
 * :mod:`~gpulab.measure.bench_report`: the standard benchmark report (``python -m gpulab bench``);
 * :mod:`~gpulab.measure.energy`: energy from NVML or a labelled TDP estimate;
 * :mod:`~gpulab.measure.profiling`: where a profiled step's time went (:func:`region_times`);
+* :mod:`~gpulab.measure.gpu_trace`: reading a profiler trace: GPU time by kind, idle time,
+  overlap, top kernels, launches, the kernels an operator launched;
+* :mod:`~gpulab.measure.hta_reading`: the same trace read by HolisticTraceAnalysis, compared;
 * :mod:`~gpulab.measure.provenance`: which device, software and date produced a result.
 """
 
@@ -15,7 +18,8 @@ from __future__ import annotations
 
 from gpulab._lazy import submodule_loader
 
-_MODULES = ("bench", "bench_report", "cpu", "device", "energy", "profiling", "provenance")
+_MODULES = ("bench", "bench_report", "cpu", "device", "energy", "gpu_trace", "hta_reading",
+            "profiling", "provenance")
 
 
 __getattr__, __dir__ = submodule_loader(__name__, _MODULES)
