@@ -8,8 +8,8 @@ host launching a kernel, copying, synchronizing) and per piece of GPU work (``ke
 that made it, on the same host thread; that is how a trace says which kernels
 ``aten::relu`` launched.
 
-This module reads such a trace with the standard library only (:func:`read_trace`) and
-computes from it:
+This module reads such a trace with the standard library only (:func:`read_trace`; it
+records one with :func:`record_trace`) and computes from it:
 
 * :func:`time_breakdown`: the GPU's busy and idle time over the traced window, by kind of
   work (compute, communication, memory) and how much communication overlapped computation;
@@ -39,7 +39,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 
-from gpulab._checks import choice, flag, positive_int, text, wrong_type
+from gpulab._checks import choice, flag, function, positive_int, text, wrong_type
+from gpulab._checks import path as checked_path
 
 __all__ = [
     "KERNEL_KINDS",
@@ -50,6 +51,7 @@ __all__ = [
     "operator_kernels",
     "operator_table",
     "read_trace",
+    "record_trace",
     "time_breakdown",
     "top_kernels",
     "launch_stats",
@@ -306,6 +308,63 @@ def _complete_steps(events: list[TraceEvent], last_step: bool):
     return kept, len(starts) - 1, len(events) - len(kept)
 
 
+def record_trace(fn, path, *, repeats: int = 3, device=None) -> GpuTrace:
+    """Profile ``repeats`` calls of ``fn`` with ``torch.profiler``, save the trace, read it.
+
+    The profiler records the host's operators, and on a CUDA GPU the runtime calls and the
+    kernels too (``ProfilerActivity.CUDA``, where this build of torch supports it). One
+    untimed call runs first, so that one-time work (allocations, cuBLAS's set-up) stays
+    out of the trace.
+
+    Parameters
+    ----------
+    fn : callable
+        The work to profile, called with no arguments (for example one training step).
+    path : str or pathlib.Path
+        Where to write the trace (Chrome-trace JSON; open it in https://ui.perfetto.dev).
+    repeats : int, default 3
+        Calls profiled.
+    device : torch.device or str, optional
+        Where ``fn`` runs (:func:`~gpulab.measure.device.torch_device`); GPU activity is
+        recorded on a CUDA device only.
+
+    Returns
+    -------
+    GpuTrace
+
+    Examples
+    --------
+    >>> import tempfile, torch
+    >>> x = torch.ones(8, 8)
+    >>> t = record_trace(lambda: torch.relu(x @ x), tempfile.mkdtemp() + "/t.json",
+    ...                  repeats=2, device="cpu")
+    >>> sum(e.name == "aten::relu" for e in t.of("cpu_op")), t.has_gpu_work
+    (2, False)
+    """
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from gpulab.measure.bench import synchronize
+    from gpulab.measure.device import torch_device
+
+    function("fn", fn)
+    out = checked_path("path", path)
+    positive_int("repeats", repeats)
+    device = torch_device(device)
+    activities = [ProfilerActivity.CPU]
+    if device.type == "cuda" and ProfilerActivity.CUDA in torch.profiler.supported_activities():
+        activities.append(ProfilerActivity.CUDA)
+    fn()
+    synchronize()
+    with profile(activities=activities) as prof:
+        for _ in range(repeats):
+            fn()
+        synchronize()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    prof.export_chrome_trace(str(out))
+    return read_trace(out)
+
+
 def _checked_trace(trace) -> GpuTrace:
     if isinstance(trace, GpuTrace):
         return trace
@@ -359,10 +418,15 @@ class TimeBreakdown:
         Time communication and computation ran at once.
     n_work : int
         How many kernels, copies and fills ran.
+    exclusive_s : dict of str to float
+        The busy time split by which kinds ran together: ``"compute"`` alone,
+        ``"communication + compute"``... (kinds joined by `` + `` in the order of
+        :data:`KERNEL_KINDS`, communication first). The values sum to ``busy_s``.
 
     Examples
     --------
-    >>> b = TimeBreakdown(10.0, 6.0, {"compute": 4.0, "communication": 3.0}, 1.0, 5)
+    >>> b = TimeBreakdown(10.0, 6.0, {"compute": 4.0, "communication": 3.0}, 1.0, 5,
+    ...                   {"compute": 3.0, "communication + compute": 1.0, "communication": 2.0})
     >>> b.idle_s, b.share("compute"), b.idle_share, b.overlap_share
     (4.0, 0.4, 0.4, 0.3333333333333333)
     """
@@ -372,6 +436,7 @@ class TimeBreakdown:
     by_kind_s: dict
     overlap_s: float
     n_work: int
+    exclusive_s: dict
 
     @property
     def idle_s(self) -> float:
@@ -441,7 +506,28 @@ def time_breakdown(trace) -> TimeBreakdown:
         by_kind_s={k: _length(v) for k, v in kinds.items()},
         overlap_s=_intersection(kinds["compute"], kinds["communication"]),
         n_work=len(work),
+        exclusive_s=_exclusive(kinds),
     )
+
+
+#: The order kinds are named in when they run together.
+_TOGETHER_ORDER = ("communication", "compute", "memory", "other")
+
+
+def _exclusive(kinds: dict[str, list[tuple[float, float]]]) -> dict[str, float]:
+    """Busy time by the set of kinds running, from each kind's merged intervals."""
+    edges = sorted((t, step, k) for k, spans in kinds.items() for a, b in spans
+                   for t, step in ((a, 1), (b, -1)))
+    running = dict.fromkeys(kinds, 0)
+    out: dict[str, float] = {}
+    for (t, step, kind), nxt in zip(edges, edges[1:] + [None], strict=True):
+        running[kind] += step
+        if nxt is None or nxt[0] <= t:
+            continue
+        label = " + ".join(k for k in _TOGETHER_ORDER if running.get(k, 0) > 0)
+        if label:
+            out[label] = out.get(label, 0.0) + nxt[0] - t
+    return out
 
 
 @dataclass(frozen=True)
