@@ -22,7 +22,6 @@ from gpulab.measure.gpu_trace import (
     OperatorRow,
     TimeBreakdown,
     operator_kernels,
-    read_trace,
     trace_sources,
 )
 from gpulab.units import format_duration
@@ -136,6 +135,7 @@ def launched_sentence(trace: GpuTrace, operator: str) -> Claim:
 
     Examples
     --------
+    >>> from gpulab.measure.gpu_trace import read_trace
     >>> print(launched_sentence(read_trace("a100_alexnet"), "aten::relu_"))
     ... # doctest: +NORMALIZE_WHITESPACE
     The 14 calls of `aten::relu_` launched 14 pieces of GPU work:
