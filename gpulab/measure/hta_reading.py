@@ -108,8 +108,8 @@ class HtaComparison:
     >>> c = HtaComparison("t", shares, None, dict.fromkeys(shares, 0.01))
     >>> c.agree, c.largest_difference
     (True, 0.0)
-    >>> print(c.text().split(":")[0])
-    HolisticTraceAnalysis is not installed here, so this trace was read by gpulab alone
+    >>> print(c.text().split(",")[0])
+    HolisticTraceAnalysis is not installed here (with psutil and pandas
     """
 
     trace: str
@@ -135,8 +135,9 @@ class HtaComparison:
         """The comparison as Markdown: a table, or a sentence when HTA is missing."""
         if self.theirs is None:
             return (
-                "HolisticTraceAnalysis is not installed here, so this trace was read by "
-                f"gpulab alone: `{INSTALL}` adds the second reading."
+                "HolisticTraceAnalysis is not installed here (with psutil and pandas, which "
+                "it imports), so this trace was read by gpulab alone: "
+                f"`{INSTALL}` adds the second reading."
             )
         rows = "\n".join(
             f"| {label} | {100 * self.ours[k]:.2f}% | {100 * self.theirs[k]:.2f}% "
