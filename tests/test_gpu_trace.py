@@ -267,3 +267,25 @@ def test_the_sources_table_names_device_run_and_commit():
     for source in gt.trace_sources():
         assert source.commit[:10] in text and source.source in text
     assert text.count("\n") == 1 + len(gt.TRACES)  # header, rule, one row each
+
+
+def test_tables_reach_the_book_as_html():
+    """The book renders Markdown outputs as CommonMark, which has no tables: HTML does."""
+    page = report.sources_table()._repr_html_()
+    assert page.count("<tr>") == 1 + len(gt.TRACES) and "|" not in page
+    assert '<a href="https://github.com/facebookresearch/HolisticTraceAnalysis/blob/' in page
+    assert "<code>a100_alexnet</code>" in page
+    rows = report.kernels_table(gt.top_kernels("a100_alexnet", n=3))._repr_html_()
+    assert rows.count('<td style="text-align:right">') == 3 * 3  # calls, time, share
+
+
+def test_the_comparison_shows_as_a_table_or_a_sentence(monkeypatch):
+    monkeypatch.setattr(hta_reading, "hta_available", lambda: False)
+    alone = hta_reading.compare_with_hta("a100_alexnet")
+    assert "not installed" in str(report.comparison_table(alone))
+    assert alone.verdict() == "Only gpulab's reading of this trace is available here."
+    both = hta_reading.HtaComparison("t", dict.fromkeys(("idle", "compute", "overlap"), 0.1),
+                                     dict.fromkeys(("idle", "compute", "overlap"), 0.1),
+                                     dict.fromkeys(("idle", "compute", "overlap"), 0.0))
+    assert "<table>" in report.comparison_table(both)._repr_html_()
+    assert both.verdict().startswith("The two readings agree")

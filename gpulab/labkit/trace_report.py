@@ -11,7 +11,10 @@ See also the lab ``notebooks/gpu_trace_lab.ipynb``.
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from gpulab._checks import axes, positive_int, wrong_type
 from gpulab.labkit.claims import Claim, claim
@@ -27,7 +30,9 @@ from gpulab.measure.gpu_trace import (
 from gpulab.units import format_duration
 
 __all__ = [
+    "Table",
     "breakdown_sentence",
+    "comparison_table",
     "kernels_table",
     "launch_sentence",
     "launched_sentence",
@@ -49,11 +54,67 @@ KIND_COLORS = {
 }
 
 
+@dataclass(frozen=True)
+class Table:
+    """A table of a trace's numbers: Markdown for a notebook, HTML for the built book.
+
+    The book renders a cell's Markdown output as CommonMark, which has no tables, so the
+    table is also offered as HTML (which notebook front ends and the book both prefer).
+
+    Attributes
+    ----------
+    text : str
+        The table in Markdown (GitHub's pipe syntax): a header, a rule, the rows. Cells
+        may hold code spans and links, not pipes.
+
+    Examples
+    --------
+    >>> t = Table(chr(10).join(["| a | n |", "|---|---:|", "| `x` | 1 |"]))
+    >>> print(t._repr_html_().replace("<t", chr(10) + "<t"))  # doctest: +NORMALIZE_WHITESPACE
+    <table>
+    <thead>
+    <tr>
+    <th style="text-align:left">a</th>
+    <th style="text-align:right">n</th></tr></thead>
+    <tbody>
+    <tr>
+    <td style="text-align:left"><code>x</code></td>
+    <td style="text-align:right">1</td></tr></tbody></table>
+    """
+
+    text: str
+
+    def _repr_markdown_(self) -> str:
+        return self.text
+
+    def _repr_html_(self) -> str:
+        lines = [ln.strip().strip("|").split("|") for ln in self.text.strip().splitlines()]
+        header, rule, rows = lines[0], lines[1], lines[2:]
+        align = ["right" if c.strip().endswith(":") else "left" for c in rule]
+
+        def cells(row: list[str], tag: str) -> str:
+            return "".join(f'<{tag} style="text-align:{a}">{_inline_html(c.strip())}</{tag}>'
+                           for c, a in zip(row, align, strict=True))
+
+        body = "".join(f"<tr>{cells(r, 'td')}</tr>" for r in rows)
+        return f"<table><thead><tr>{cells(header, 'th')}</tr></thead><tbody>{body}</tbody></table>"
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def _inline_html(text: str) -> str:
+    """A table cell's Markdown (code spans, links) as HTML."""
+    out = html.escape(text, quote=False)
+    out = re.sub(r"`([^`]*)`", r"<code>\1</code>", out)
+    return re.sub(r"\[([^\]]*)\]\(([^)\s]*)\)", r'<a href="\2">\1</a>', out)
+
+
 def _pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
-def sources_table() -> Claim:
+def sources_table() -> Table:
     """Where each trace the course ships comes from, as a Markdown table.
 
     Examples
@@ -66,7 +127,7 @@ def sources_table() -> Claim:
         f"(commit {s.commit[:10]})]({s.source}), {s.license.split(' (')[0]} |"
         for s in trace_sources()
     ]
-    return claim("| trace | GPU | run | recorded | source |\n|---|---|---|---|---|\n"
+    return Table("| trace | GPU | run | recorded | source |\n|---|---|---|---|---|\n"
                  + "\n".join(rows))
 
 
@@ -79,7 +140,7 @@ def _rows(name: str, rows, kind: type) -> list:
     return list(rows)
 
 
-def operators_table(rows: Sequence[OperatorRow]) -> Claim:
+def operators_table(rows: Sequence[OperatorRow]) -> Table:
     """Operators' calls, host time and launched GPU work, as a Markdown table.
 
     Examples
@@ -95,7 +156,7 @@ def operators_table(rows: Sequence[OperatorRow]) -> Claim:
         f"{format_duration(r.kernel_s) if r.kernels else '–'} |"
         for r in rows
     )
-    return claim("| operator | calls | host time | kernels launched | kernel time |\n"
+    return Table("| operator | calls | host time | kernels launched | kernel time |\n"
                  "|---|---:|---:|---:|---:|\n" + body)
 
 
@@ -158,7 +219,7 @@ def launched_sentence(trace: GpuTrace, operator: str) -> Claim:
         bool(rows), reason="the operator launched GPU work in this trace")
 
 
-def launched_table(rows: Sequence[LaunchedKernel], calls: int = 2) -> Claim:
+def launched_table(rows: Sequence[LaunchedKernel], calls: int = 2) -> Table:
     """The kernels of an operator's first ``calls`` calls, with their correlation ids.
 
     Examples
@@ -174,11 +235,11 @@ def launched_table(rows: Sequence[LaunchedKernel], calls: int = 2) -> Claim:
     body = "\n".join(
         f"| {r.call} | `{r.runtime_call}` | {r.correlation} | `{r.kernel}` | {r.kind} | "
         f"{format_duration(r.duration_s)} |" for r in shown)
-    return claim("| call | host's runtime call | correlation id | GPU kernel | kind | time |\n"
+    return Table("| call | host's runtime call | correlation id | GPU kernel | kind | time |\n"
                  "|---:|---|---:|---|---|---:|\n" + body)
 
 
-def kernels_table(rows) -> Claim:
+def kernels_table(rows) -> Table:
     """The top kernels (:func:`~gpulab.measure.gpu_trace.top_kernels`) as a Markdown table."""
     from gpulab.measure.gpu_trace import KernelTime
 
@@ -186,7 +247,7 @@ def kernels_table(rows) -> Claim:
     body = "\n".join(
         f"| `{r.name}` | {r.kind} | {r.calls} | {format_duration(r.total_s)} | "
         f"{_pct(r.share)} |" for r in rows)
-    return claim("| kernel | kind | calls | GPU time | share of GPU work |\n"
+    return Table("| kernel | kind | calls | GPU time | share of GPU work |\n"
                  "|---|---|---:|---:|---:|\n" + body)
 
 
@@ -239,6 +300,21 @@ def launch_sentence(trace: GpuTrace, s: LaunchStats) -> Claim:
         f"{s.shorter_than_launch} of the {s.n} kernels ran for less time than their launch "
         "took.",
         0 <= s.shorter_than_launch <= s.n, reason="a count of the kernels matched")
+
+
+def comparison_table(comparison) -> Table | Claim:
+    """HolisticTraceAnalysis's reading beside the course's (:mod:`~gpulab.measure.hta_reading`).
+
+    A table of the three shares and the difference each may have, or, without
+    HolisticTraceAnalysis, the sentence that says it is missing.
+    """
+    from gpulab.measure.hta_reading import HtaComparison
+
+    if not isinstance(comparison, HtaComparison):
+        raise wrong_type("comparison", comparison, "an HtaComparison (compare_with_hta)")
+    if comparison.theirs is None:
+        return claim(comparison.text())
+    return Table(comparison.text().split("\n\n")[0])
 
 
 def plot_gpu_time(breakdowns: Mapping[str, TimeBreakdown], ax=None):

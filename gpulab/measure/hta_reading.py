@@ -145,13 +145,18 @@ class HtaComparison:
             for k, label in (("idle", "GPU idle, of the window"),
                              ("compute", "compute kernels, of the window"),
                              ("overlap", "communication under computation")))
-        verdict = "agree" if self.agree else "DISAGREE"
         return (
             f"| {self.trace} | gpulab | HolisticTraceAnalysis | allowed difference (points) |"
-            f"\n|---|---:|---:|---:|\n{rows}\n\n"
-            f"The two readings {verdict} within what HolisticTraceAnalysis's rounding of each "
-            "event down to a whole microsecond allows."
+            f"\n|---|---:|---:|---:|\n{rows}\n\n{self.verdict()}"
         )
+
+    def verdict(self) -> str:
+        """One sentence: whether the readings agree, or that there is one reading only."""
+        if self.theirs is None:
+            return "Only gpulab's reading of this trace is available here."
+        verdict = "agree" if self.agree else "DISAGREE"
+        return (f"The two readings {verdict} within what HolisticTraceAnalysis's rounding of "
+                "each event down to a whole microsecond allows.")
 
     def _repr_markdown_(self) -> str:
         return self.text()
