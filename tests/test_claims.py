@@ -22,6 +22,7 @@ LABS_WITH_CLAIMS = {
     "gpu_basics_lab": 1,
     "parallel_compute_lab": 4,
     "frameworks_lab": 2,
+    "gpu_trace_lab": 9,
     "energy_lab": 1,
     "case_bert_lab": 1,
     "case_alphago_lab": 2,

@@ -61,6 +61,10 @@ Claims no model here covers, and why
   re-evaluated below), and the ``distributed_lab``, whose jobs run on CPU ranks on a
   one-GPU machine
   (:func:`test_distributed_lab_runs_on_cpu_ranks_beside_one_gpu`).
+* ``gpu_trace_lab`` cells 9, 12, 14, 17, 20, 21 and 23 read the A100 traces the course
+  ships, the same files on every device. Cell 7's sentence is chosen by whether the
+  learner's own profile holds GPU work (operators only, or the kernels they launched), and
+  cell 18 compares two readers of one file.
 * ``parallelism_lab`` cells 20, 25, 28 and 32 (the saved-bytes formula within 2%, the
   ring-attention load balance, the all-to-all bytes within 10% of ``4kTh(e−1)/e``, the
   pipeline simulator's idle shares): like the ``distributed_lab``, on a T4 or an H100 the

@@ -44,6 +44,7 @@ print(json.dumps({
     "lab_gl": namespace["gl"].__file__,
     "doctor": type(report).__name__,
     "spec": gl.get_spec("T4").name,  # the device registry is package data
+    "trace": gl.measure.gpu_trace.read_trace("a100_alexnet").device,  # so are the GPU traces
 }))
 """
 
@@ -115,3 +116,4 @@ def test_wheel_installs_and_runs_a_lab_setup_from_another_folder(installed, tmp_
     assert result["doctor"] == "DeviceInfo" and "gpulab doctor" in proc.stdout
     assert f"torch               {torch.__version__}" in proc.stdout  # the environment's torch
     assert result["spec"] == "Tesla T4"
+    assert result["trace"] == "NVIDIA A100-PG509-200"

@@ -12,6 +12,7 @@
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
   figures, calculators and result tables;
 * :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions;
+* :mod:`~gpulab.labkit.trace_report`: the GPU trace lab's tables, figures and sentences;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
@@ -36,6 +37,7 @@ _MODULES = (
     "scoreboard",
     "selfcheck",
     "svgchart",
+    "trace_report",
     "training_loop",
     "widgets",
     "wording",

@@ -9,6 +9,9 @@
 * :mod:`~gpulab.measure.bench_report`: the standard benchmark report (``python -m gpulab bench``);
 * :mod:`~gpulab.measure.energy`: energy from NVML or a labelled TDP estimate;
 * :mod:`~gpulab.measure.profiling`: where a profiled step's time went (:func:`region_times`);
+* :mod:`~gpulab.measure.gpu_trace`: reading a profiler trace: GPU time by kind, idle time,
+  overlap, top kernels, launches, the kernels an operator launched;
+* :mod:`~gpulab.measure.hta_reading`: the same trace read by HolisticTraceAnalysis, compared;
 * :mod:`~gpulab.measure.provenance`: which device, software and date produced a result;
 * :mod:`~gpulab.measure.toolchain`: whether Triton and ``torch.compile`` can build their code
   here (a C or C++ compiler, Python's headers).
@@ -25,6 +28,8 @@ _MODULES = (
     "cpu",
     "device",
     "energy",
+    "gpu_trace",
+    "hta_reading",
     "profiling",
     "provenance",
     "toolchain",
