@@ -233,6 +233,8 @@ def test_the_chooser_sets_the_best_published_multiply_beside_the_datasheet_estim
     assert t4.published_note == "no published measurement"
     assert b300.epoch_s is None and b300.published_epoch_s == pytest.approx(epoch_flops / 1769e12)
     assert xeon.published is None and xeon.published_note == "no published measurement"
+    (t4_fp16,) = gl.plan_training("BERT-large", precision="amp_fp16", specs=["T4"]).options
+    assert t4_fp16.published_note == "no published measurement"  # nothing for T4 at all
     table = plan.table()
     assert "| Time / epoch at the best published multiply (floor) |" in table.splitlines()[0]
     a100_line = next(line for line in table.splitlines() if line.startswith("| A100 80GB"))
@@ -264,7 +266,8 @@ def test_the_published_multiply_stands_for_fp16_only_at_the_same_peak_and_never_
     assert "fp16" not in gaudi3.spec.peak_flops and gaudi3.published is None
     assert gaudi3.published_note == "no published measurement at fp16 (only BF16)"
     (fp32,) = gl.plan_training("BERT-base", precision="fp32", specs=["A100 80GB"]).options
-    assert fp32.published is None and fp32.published_note == "no published measurement at fp32"
+    assert fp32.published is None
+    assert fp32.published_note == "no published measurement at fp32 (only BF16)"
     assert not any(n.startswith("PUBLISHED") for n in gl.plan_training(
         "BERT-base", precision="fp32", specs=["A100 80GB"]).notes)  # fmt: skip
 

@@ -341,17 +341,15 @@ def _published(spec: DeviceSpec, peak_name: str, flops: float):
     """
     from gpulab.costmodels.published_gpu import published_matmul
 
+    measured = published_matmul(spec, "bf16")
+    if measured is None:
+        return None, None, NO_PUBLISHED
     fp16 = spec.peak_flops.get("fp16")
     same_rate = peak_name == "bf16" or (
         peak_name == "fp16" and fp16 is not None and fp16 == spec.peak_flops.get("bf16")
     )
     if not same_rate:
-        if peak_name == "fp16" and published_matmul(spec, "bf16") is not None:
-            return None, None, f"{NO_PUBLISHED} at fp16 (only BF16)"
-        return None, None, f"{NO_PUBLISHED} at {peak_name}"
-    measured = published_matmul(spec, "bf16")
-    if measured is None:
-        return None, None, NO_PUBLISHED
+        return None, None, f"{NO_PUBLISHED} at {peak_name} (only BF16)"
     return measured, flops / (measured.value * 1e12), ""
 
 
