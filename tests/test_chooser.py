@@ -69,7 +69,11 @@ def test_plan_puts_the_pieces_together():
     assert [o.spec.name for o in plan.fitting()][0] == "A100 80GB SXM4"
     table = plan.table()
     assert "| Tesla T4 | 16 | no |" in table and "host RAM" in table
-    assert f"| A100 80GB SXM4 | 80 | yes | {gl.format_duration(expected_s)} | $" in table
+    floor = gl.format_duration(a100.published_epoch_s)
+    assert (
+        f"| A100 80GB SXM4 | 80 | yes | {gl.format_duration(expected_s)} "
+        f"| {floor} at 271.2 TFLOP/s (published) | $"
+    ) in table
     assert "PREDICTION" in str(plan)
 
 
@@ -197,3 +201,82 @@ def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
 def test_an_empty_list_of_devices_is_refused_not_an_empty_plan():
     with pytest.raises(ValueError, match=r"^specs=\[\] is empty"):
         gl.plan_training("BERT-base", batch_size=8, seq_len=128, specs=[])
+
+
+def _published_bf16_matmul_rows():
+    """The table's BF16 matmul rows, read with the csv module (not through the chooser)."""
+    import csv
+    from pathlib import Path
+
+    path = Path(gl.__file__).parent / "data" / "published_gpu_measurements.csv"
+    with path.open(encoding="utf-8", newline="") as f:
+        return [
+            r for r in csv.DictReader(f) if r["family"] == "matmul" and r["precision"] == "bf16"
+        ]
+
+
+def test_the_chooser_sets_the_best_published_multiply_beside_the_datasheet_estimate():
+    plan = gl.plan_training(
+        "BERT-large", batch_size=16, samples_per_epoch=1_000_000,
+        specs=["A100 80GB", "T4", "B300", "Xeon 8380"],
+    )  # fmt: skip
+    a100, t4, b300, xeon = plan.options
+    row = next(r for r in _published_bf16_matmul_rows() if r["device"] == "NVIDIA A100 SXM")
+    assert float(row["value"]) == a100.published.value == 271.2  # TFLOP/s, the MAMF table
+    assert a100.published.source == row["source"] and "stas00/ml-engineering" in row["source"]
+    epoch_flops = plan.flops_per_sample * plan.samples_per_epoch
+    assert a100.published_epoch_s == pytest.approx(epoch_flops / 271.2e12, rel=1e-12)
+    # the datasheet estimate at 40% of 312 TFLOP/s is slower than every FLOP at 271.2
+    assert a100.epoch_s == pytest.approx(epoch_flops / (312e12 * 0.4), rel=1e-12)
+    assert a100.published_epoch_s < a100.epoch_s and a100.published_note == ""
+    assert (t4.published, t4.published_epoch_s) == (None, None)
+    assert t4.published_note == "no published measurement"
+    assert b300.epoch_s is None and b300.published_epoch_s == pytest.approx(epoch_flops / 1769e12)
+    assert xeon.published is None and xeon.published_note == "no published measurement"
+    (t4_fp16,) = gl.plan_training("BERT-large", precision="amp_fp16", specs=["T4"]).options
+    assert t4_fp16.published_note == "no published measurement"  # nothing for T4 at all
+    table = plan.table()
+    assert "| Time / epoch at the best published multiply (floor) |" in table.splitlines()[0]
+    a100_line = next(line for line in table.splitlines() if line.startswith("| A100 80GB"))
+    assert f"| {gl.format_duration(a100.published_epoch_s)} at 271.2 TFLOP/s (published) |" in (
+        a100_line
+    )
+    assert "| no published measurement |" in next(
+        line for line in table.splitlines() if line.startswith("| Tesla T4")
+    )
+    (source_note,) = [n for n in plan.notes if n.startswith("PUBLISHED MEASUREMENT")]
+    assert row["source"] in source_note and "A100 80GB SXM4, B300" in source_note
+    assert "read 2026-12-06" in source_note and source_note in str(plan)
+
+
+def test_every_published_bf16_multiply_in_the_table_reaches_the_chooser():
+    rows = _published_bf16_matmul_rows()
+    assert len(rows) >= 10
+    plan = gl.plan_training("GPT-2 XL", batch_size=1, specs=[r["spec"] for r in rows])
+    epoch_flops = plan.flops_per_sample * plan.samples_per_epoch
+    for row, option in zip(rows, plan.options, strict=True):
+        assert option.published.device == row["device"]
+        assert option.published_epoch_s == pytest.approx(epoch_flops / (float(row["value"]) * 1e12))
+
+
+def test_the_published_multiply_stands_for_fp16_only_at_the_same_peak_and_never_for_fp32():
+    fp16 = gl.plan_training("BERT-base", precision="amp_fp16", specs=["A100 80GB", "Gaudi 3"])
+    a100, gaudi3 = fp16.options
+    assert a100.spec.peak("fp16") == a100.spec.peak("bf16") and a100.published.value == 271.2
+    assert "fp16" not in gaudi3.spec.peak_flops and gaudi3.published is None
+    assert gaudi3.published_note == "no published measurement at fp16 (only BF16)"
+    (fp32,) = gl.plan_training("BERT-base", precision="fp32", specs=["A100 80GB"]).options
+    assert fp32.published is None
+    assert fp32.published_note == "no published measurement at fp32 (only BF16)"
+    assert not any(n.startswith("PUBLISHED") for n in gl.plan_training(
+        "BERT-base", precision="fp32", specs=["A100 80GB"]).notes)  # fmt: skip
+
+
+def test_a_device_option_refuses_a_published_time_without_its_measurement():
+    from gpulab.costmodels.chooser import DeviceOption
+
+    spec = gl.get_spec("A100 80GB")
+    with pytest.raises(ValueError, match="published_epoch_s=12.0 needs a published measurement"):
+        DeviceOption(spec, True, 10.0, None, "", None, 12.0)
+    with pytest.raises(TypeError, match="published='271.2'"):
+        DeviceOption(spec, True, 10.0, None, "", "271.2", 12.0)

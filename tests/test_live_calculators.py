@@ -70,6 +70,23 @@ def test_the_chooser_uses_the_cnn_activations_measured_at_build_time():
     assert out["numbers"]["memory_bytes"] == plan.memory.total_bytes
 
 
+def test_the_live_chooser_shows_the_best_published_multiply_with_its_source():
+    import gpulab as gl
+
+    out = run("chooser", {"model": "BERT-base", "batch_size": "8"})
+    plan = gl.plan_training("BERT-base", batch_size=8)
+    a100 = next(o for o in plan.options if o.spec.name == "A100 80GB SXM4")
+    assert a100.published.value == 271.2  # the MAMF table's A100 SXM row, TFLOP/s
+    assert out["numbers"]["published_epoch_s[A100 80GB SXM4]"] == a100.published_epoch_s
+    assert out["numbers"]["published_epoch_s[Tesla T4]"] is None
+    assert (
+        f"{gl.format_duration(a100.published_epoch_s)} at 271.2 TFLOP/s (published)"
+        in (out["html"])
+    )
+    assert "no published measurement" in out["html"] and a100.published.source in out["html"]
+    assert "PUBLISHED MEASUREMENT, not a prediction" in out["html"]
+
+
 @pytest.mark.parametrize(
     ("raw", "message"),
     [("abc", "is not a number"), ("", "is not a number"), ("4096", "must be between"),

@@ -15,7 +15,11 @@ The arithmetic of the course's GPU chooser, in four steps:
    (:data:`EXAMPLE_PRICES`).
 
 Every time and cost this module returns is a **prediction** from datasheet peaks, not a
-measurement. The interactive version is :func:`gpulab.chooser_widget`.
+measurement, with one exception beside it: where others published the best matrix multiply
+they measured on a device (:func:`gpulab.costmodels.published_gpu.published_matmul`), each row
+also gives the time per epoch with every FLOP at that measured rate, labelled as a published
+measurement with its source. No training run reaches its fastest multiply's rate, so that time
+is a floor. The interactive version is :func:`gpulab.chooser_widget`.
 
 See also the chapter "Choosing a GPU" (``book/choosing_gpu.md``) and its lab.
 """
@@ -186,6 +190,15 @@ class DeviceOption:
         Predicted cost of one epoch; None without a price.
     note : str
         Why a value is missing.
+    published : PublishedMeasurement or None
+        The best matrix multiply published for this device at the job's 16-bit arithmetic
+        (:func:`gpulab.costmodels.published_gpu.published_matmul`): a measurement by others,
+        with its source (``published.source``, ``published.where``); None where there is none.
+    published_epoch_s : float or None
+        Seconds per epoch with every FLOP at that published rate: a floor, since no training
+        run reaches its fastest multiply's rate; None without a published measurement.
+    published_note : str
+        ``"no published measurement"`` (and why) where ``published`` is None, else ``""``.
     """
 
     spec: DeviceSpec
@@ -193,16 +206,29 @@ class DeviceOption:
     epoch_s: float | None
     cost: float | None
     note: str = ""
+    published: object = None
+    published_epoch_s: float | None = None
+    published_note: str = ""
 
     def __post_init__(self) -> None:
         if not isinstance(self.spec, DeviceSpec):
             raise wrong_type("spec", self.spec, "a DeviceSpec (gl.get_spec(name))")
         if self.fits is not None and not isinstance(self.fits, bool):
             raise wrong_type("fits", self.fits, "True, False or None")
-        for name in ("epoch_s", "cost"):
+        for name in ("epoch_s", "cost", "published_epoch_s"):
             if getattr(self, name) is not None:
                 non_negative_number(name, getattr(self, name))
         text("note", self.note)
+        text("published_note", self.published_note)
+        from gpulab.costmodels.published_gpu import PublishedMeasurement
+
+        if self.published is not None and not isinstance(self.published, PublishedMeasurement):
+            raise wrong_type("published", self.published, "a PublishedMeasurement or None")
+        if (self.published is None) != (self.published_epoch_s is None):
+            raise ValueError(
+                f"published_epoch_s={self.published_epoch_s!r} needs a published measurement, "
+                "and a published measurement needs its time"
+            )
 
 
 @dataclass(frozen=True)
@@ -263,23 +289,29 @@ class TrainingPlan:
         return sorted(rows, key=lambda o: (o.epoch_s is None, o.epoch_s or 0.0))
 
     def table(self) -> str:
-        """A Markdown table: device, memory, fits, predicted time per epoch, cost."""
+        """A Markdown table: device, memory, fits, predicted time per epoch, the time at the
+        best published multiply where one was measured, cost."""
         cost_head = "Cost / epoch (your price)" if self.price_per_hour else "Cost / epoch"
         lines = [
-            f"| Device | Memory (GB) | Fits? | Time / epoch (prediction) | {cost_head} |",
-            "|---|---|---|---|---|",
+            "| Device | Memory (GB) | Fits? | Time / epoch (prediction) "
+            f"| {PUBLISHED_HEAD} | {cost_head} |",
+            "|---|---|---|---|---|---|",
         ]
         for o in self.options:
             mem = f"{o.spec.memory_bytes / 1e9:.0f}" if o.spec.memory_bytes else "host RAM"
             fits = {True: "yes", False: "no", None: "depends on RAM"}[o.fits]
             time_ = format_duration(o.epoch_s) if o.epoch_s is not None else f"– ({o.note})"
+            published = o.published_note
+            if o.published is not None:
+                rate = f"{o.published.value:,.1f} {o.published.unit}"
+                published = f"{format_duration(o.published_epoch_s)} at {rate} (published)"
             cost = f"${o.cost:,.2f}" if o.cost is not None else "enter a price"
             if o.epoch_s is None:
                 cost = "–"
             name = o.spec.name
             if o.spec.status != "available":
                 name = f"{name} ({o.spec.status})"
-            lines.append(f"| {name} | {mem} | {fits} | {time_} | {cost} |")
+            lines.append(f"| {name} | {mem} | {fits} | {time_} | {published} | {cost} |")
         return "\n".join(lines)
 
     def __str__(self) -> str:
@@ -291,6 +323,51 @@ class TrainingPlan:
             f"{self.samples_per_epoch:,} samples per epoch, at {self.utilisation:.0%} of peak"
         )
         return "\n".join([head, *self.notes, self.table()])
+
+
+#: The table's column of times at the best published matrix multiply.
+PUBLISHED_HEAD = "Time / epoch at the best published multiply (floor)"
+
+#: What a row says where nobody published a multiply measured on that device.
+NO_PUBLISHED = "no published measurement"
+
+
+def _published(spec: DeviceSpec, peak_name: str, flops: float):
+    """``(measurement, seconds, note)`` at the best published multiply on ``spec``, if any.
+
+    The published multiplies are BF16 (:func:`gpulab.costmodels.published_gpu.published_matmul`).
+    They stand for an FP16 job only where the datasheet gives FP16 the same peak as BF16 (the
+    same Tensor Core rate); FP32 and TF32 run on other units, and nothing is published there.
+    """
+    from gpulab.costmodels.published_gpu import published_matmul
+
+    measured = published_matmul(spec, "bf16")
+    if measured is None:
+        return None, None, NO_PUBLISHED
+    fp16 = spec.peak_flops.get("fp16")
+    same_rate = peak_name == "bf16" or (
+        peak_name == "fp16" and fp16 is not None and fp16 == spec.peak_flops.get("bf16")
+    )
+    if not same_rate:
+        return None, None, f"{NO_PUBLISHED} at {peak_name} (only BF16)"
+    return measured, flops / (measured.value * 1e12), ""
+
+
+def _published_sources(options) -> list[str]:
+    """One sentence per source of the published column: address, table, date, devices."""
+    by_source: dict[tuple[str, str, str], list[str]] = {}
+    for o in options:
+        if o.published is not None:
+            m = o.published
+            table = m.where.rpartition(", row ")[0] or m.where
+            by_source.setdefault((m.source, table, m.read_on), []).append(o.spec.name)
+    return [
+        "PUBLISHED MEASUREMENT, not a prediction: the column "
+        f"'{PUBLISHED_HEAD}' puts every FLOP at the fastest BF16 matrix multiply measured on "
+        f"the device ({', '.join(names)}), from {source} ({table}; read {read_on}). No "
+        "training run reaches its fastest multiply's rate: that time is a floor."
+        for (source, table, read_on), names in by_source.items()
+    ]
 
 
 def _iterable(name: str, value):
@@ -442,7 +519,9 @@ def plan_training(
                 cost = run_cost(seconds, price_per_hour)
         if spec.status != "available":
             note = "; ".join(filter(None, [f"{spec.status}, not yet sold", note]))
-        options.append(DeviceOption(spec, fits, seconds, cost, note))
+        published = _published(spec, peak_name, flops * samples_per_epoch)
+        options.append(DeviceOption(spec, fits, seconds, cost, note, *published))
+    notes += _published_sources(options)
     return TrainingPlan(
         model=name,
         n_params=n_params,

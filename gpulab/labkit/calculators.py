@@ -255,6 +255,7 @@ def _chooser(model, precision, optimizer, batch_size, samples_per_epoch, utilisa
     head = str(plan).replace(table, "").rstrip()
     numbers = {"memory_bytes": plan.memory.total_bytes}
     numbers.update({f"epoch_s[{o.spec.name}]": o.epoch_s for o in plan.options})
+    numbers.update({f"published_epoch_s[{o.spec.name}]": o.published_epoch_s for o in plan.options})
     return Report(head + note, _markdown_table(table), numbers=numbers)
 
 
