@@ -44,11 +44,18 @@ COMPILERS = ("triton", "numba", "inductor")
 
 #: What counts as one compile in a lab's code, per compiler (regular expressions, each match
 #: one compile): the course's Triton kernels (``gpulab.kernels.triton_kernels``) and a
-#: learner's Triton kernel graded on the GPU; Numba kernels compiled for the GPU, directly or
-#: by the kernel gym when it times them; a ``torch.compile`` call (Inductor).
+#: learner's Triton kernel graded on the GPU; Numba kernels compiled for the GPU, directly, by
+#: ``ck.time_launch`` when it is handed a kernel function (a course kernel built in the call,
+#: or a matmul kernel given with its grid) rather than one compiled already, or by the kernel
+#: gym when it times them; a ``torch.compile`` call (Inductor).
 COMPILE_SITES = {
     "triton": (r"\btk\.(?:vector_add|softmax|matmul|bias_gelu)\(", r"\bgrade_triton\("),
-    "numba": (r"\bcompile_for_gpu\(", r"\bgrade_kernel\([^\n]*time_on_gpu=", r"@cuda\.jit\b"),
+    "numba": (
+        r"\bcompile_for_gpu\(",
+        r"\bck\.time_launch\(\s*(?:ck\.\w|kernel, \()",
+        r"\bgrade_kernel\([^\n]*time_on_gpu=",
+        r"@cuda\.jit\b",
+    ),
     "inductor": (r"\btorch\.compile\(",),
 }
 
