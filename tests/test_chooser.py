@@ -197,3 +197,27 @@ def test_an_announced_part_is_shown_but_never_recommended(monkeypatch):
 def test_an_empty_list_of_devices_is_refused_not_an_empty_plan():
     with pytest.raises(ValueError, match=r"^specs=\[\] is empty"):
         gl.plan_training("BERT-base", batch_size=8, seq_len=128, specs=[])
+
+
+def test_the_cost_model_takes_cnn_activations_as_given_and_the_lab_function_measures_them():
+    """The chooser's arithmetic (a cost model) does not build networks, which live a layer
+    above it; gl.plan_training measures a named CNN's activations and hands them down."""
+    import inspect
+
+    from gpulab.costmodels.chooser import estimate_training_plan
+    from gpulab.labkit.planning import cnn_activation_bytes_per_image
+
+    assert inspect.signature(gl.plan_training) == inspect.signature(estimate_training_plan)
+    bare = estimate_training_plan("ResNet-50", batch_size=4, image_size=64, specs=["T4"])
+    assert bare.memory.activations_bytes == 0 and "Activations not included" in bare.notes[0]
+    measured = gl.plan_training("ResNet-50", batch_size=4, image_size=64, specs=["T4"])
+    per_image = cnn_activation_bytes_per_image("ResNet-50", 64, "amp_bf16")
+    assert measured.memory.activations_bytes == 4 * per_image > 0
+    assert measured.notes == ("Activations measured on a real forward pass (gl.activation_bytes).",)
+    handed_down = estimate_training_plan(
+        "ResNet-50", batch_size=4, image_size=64, specs=["T4"], activations_bytes=4 * per_image
+    )
+    assert handed_down.memory == measured.memory and handed_down.options == measured.options
+    # given activations are used as they are, by both
+    given = gl.plan_training("ResNet-50", batch_size=4, specs=["T4"], activations_bytes=123)
+    assert given.memory.activations_bytes == 123 and given.notes == ()
