@@ -230,6 +230,7 @@ STDLIB_ONLY = (
     "gpulab.palette",
     "gpulab.kernels.occupancy",
     "gpulab.labkit.calculators",
+    "gpulab.labkit.planning",
     "gpulab.labkit.svgchart",
 )
 
