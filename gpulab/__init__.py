@@ -92,7 +92,7 @@ from gpulab._version import __version__ as __version__
 
 # Public name -> the module (under gpulab) that defines it; loaded on first use (PEP 562).
 _EXPORTS: dict[str, tuple[str, ...]] = {
-    "costmodels.chooser": ("EXAMPLE_PRICES", "plan_training", "transformer_activation_bytes"),
+    "costmodels.chooser": ("EXAMPLE_PRICES", "transformer_activation_bytes"),
     "costmodels.comms": (
         "allgather_time",
         "allreduce_time",
@@ -174,6 +174,7 @@ _EXPORTS: dict[str, tuple[str, ...]] = {
     "labkit.claims": ("claim", "recorded_number"),
     "labkit.datasets": ("SyntheticDataset",),
     "labkit.launcher": ("dist_plan", "torchrun"),
+    "labkit.planning": ("plan_training",),
     "labkit.plotting": (
         "COLORS",
         "plot_extrapolation",

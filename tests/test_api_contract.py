@@ -235,6 +235,10 @@ BASELINES = {
         ("BERT-base",),
         dict(batch_size=8, seq_len=128, price_per_hour=2.0, specs=["T4", "A100 80GB"]),
     ),
+    "estimate_training_plan": lambda: (
+        ("ResNet-50",),
+        dict(batch_size=8, price_per_hour=2.0, specs=["T4"], activations_bytes=2**20),
+    ),
     "run_cost": lambda: ((3600.0, 2.0, 8), {}),
     "TrainingPlan": lambda: _fields(_plan()),
     "transformer_activation_bytes": lambda: (
@@ -365,6 +369,7 @@ BASELINES = {
     # ---- memory
     "activation_bytes": lambda: ((torch.nn.Linear(4, 4), torch.randn(2, 4)), {}),
     "bytes_per_param": lambda: (("fp32", "adam"), {}),
+    "zero_bytes_per_param": lambda: (("amp_bf16", "adam"), {}),
     "estimate_training_memory": lambda: ((1_000_000,), dict(precision="fp32")),
     "estimate_step_memory": lambda: (
         (torch.nn.Linear(4, 4), torch.randn(2, 4)),
@@ -1084,6 +1089,18 @@ KINDS: dict[str, dict] = {
     "plan_training": {
         # a name or an int; model="GPT-9" and model=-1 are in tests/test_chooser.py
         "model": [True, 2.5, NAN, None, ["BERT-base"]],
+        "batch_size": "count",
+        "seq_len": "count",
+        "image_size": "count",
+        "samples_per_epoch": "count",
+        "utilisation": "frac_open",
+        "price_per_hour": "pos",
+        "specs": [["T4", 42], 42],
+        "activations_bytes": "count0",
+        "headroom": "frac_open",
+    },
+    "estimate_training_plan": {
+        "model": [True, 2.5, NAN, None, ["ResNet-50"]],
         "batch_size": "count",
         "seq_len": "count",
         "image_size": "count",

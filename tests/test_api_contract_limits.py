@@ -53,6 +53,7 @@ NUMBERS_BESIDES_NAMES = {
     ("transformer_training_job", "model"): [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT],
     ("scaling_estimate", "model"): [HUGE_INT, HUGE_FLOAT, BEYOND_FLOAT],
     ("plan_training", "model"): [HUGE_INT, BEYOND_FLOAT],
+    ("estimate_training_plan", "model"): [HUGE_INT, BEYOND_FLOAT],
     ("chooser_widget", "model"): [HUGE_INT, BEYOND_FLOAT],
 }
 

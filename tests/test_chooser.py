@@ -280,3 +280,27 @@ def test_a_device_option_refuses_a_published_time_without_its_measurement():
         DeviceOption(spec, True, 10.0, None, "", None, 12.0)
     with pytest.raises(TypeError, match="published='271.2'"):
         DeviceOption(spec, True, 10.0, None, "", "271.2", 12.0)
+
+
+def test_the_cost_model_takes_cnn_activations_as_given_and_the_lab_function_measures_them():
+    """The chooser's arithmetic (a cost model) does not build networks, which live a layer
+    above it; gl.plan_training measures a named CNN's activations and hands them down."""
+    import inspect
+
+    from gpulab.costmodels.chooser import estimate_training_plan
+    from gpulab.labkit.planning import cnn_activation_bytes_per_image
+
+    assert inspect.signature(gl.plan_training) == inspect.signature(estimate_training_plan)
+    bare = estimate_training_plan("ResNet-50", batch_size=4, image_size=64, specs=["T4"])
+    assert bare.memory.activations_bytes == 0 and "Activations not included" in bare.notes[0]
+    measured = gl.plan_training("ResNet-50", batch_size=4, image_size=64, specs=["T4"])
+    per_image = cnn_activation_bytes_per_image("ResNet-50", 64, "amp_bf16")
+    assert measured.memory.activations_bytes == 4 * per_image > 0
+    assert measured.notes == ("Activations measured on a real forward pass (gl.activation_bytes).",)
+    handed_down = estimate_training_plan(
+        "ResNet-50", batch_size=4, image_size=64, specs=["T4"], activations_bytes=4 * per_image
+    )
+    assert handed_down.memory == measured.memory and handed_down.options == measured.options
+    # given activations are used as they are, by both
+    given = gl.plan_training("ResNet-50", batch_size=4, specs=["T4"], activations_bytes=123)
+    assert given.memory.activations_bytes == 123 and given.notes == ()

@@ -52,11 +52,76 @@ def test_conv2d_forward_and_backward(cin, cout, k, size, stride, padding, groups
     both = gl.conv2d_flops(*args, **kwargs, backward=True)
     counted = flop_counter(lambda: conv(x).sum().backward())
     # FlopCounterMode (torch 2.x) counts a grouped convolution's weight gradient as if it
-    # were ungrouped, i.e. `groups` times too large; the hand count is the true one.
+    # were ungrouped, i.e. `groups` times too large; the hand count and count_flops are true.
     assert both == 3 * forward and counted == (2 + groups) * forward
+    assert gl.count_flops(conv, x, backward=True) == both
     weight_grad_only = gl.conv2d_flops(*args, **kwargs, backward=True, input_grad=False)
     assert weight_grad_only == 2 * forward
-    assert gl.count_flops(conv, x.detach(), backward=True) == (1 + groups) * forward
+    assert gl.count_flops(conv, x.detach(), backward=True) == weight_grad_only
+
+
+def _as_separate_convs(conv: torch.nn.Module):
+    """The grouped convolution ``conv`` run as ``groups`` ungrouped ones on channel slices."""
+    step_in = conv.in_channels // conv.groups
+    kind = type(conv)
+    kwargs = {"stride": conv.stride, "padding": conv.padding, "bias": False}
+    pieces = []
+    for g in range(conv.groups):
+        if kind is torch.nn.Conv2d:
+            step_out = conv.out_channels // conv.groups
+            piece = torch.nn.Conv2d(step_in, step_out, conv.kernel_size, **kwargs)
+            piece.weight = torch.nn.Parameter(
+                conv.weight[g * step_out : (g + 1) * step_out].detach()
+            )
+        else:  # ConvTranspose2d keeps its weight as (in, out / groups, kh, kw)
+            step_out = conv.out_channels // conv.groups
+            piece = torch.nn.ConvTranspose2d(step_in, step_out, conv.kernel_size, **kwargs)
+            piece.weight = torch.nn.Parameter(conv.weight[g * step_in : (g + 1) * step_in].detach())
+        pieces.append(piece)
+
+    def run(x):
+        return torch.cat(
+            [p(x[:, g * step_in : (g + 1) * step_in]) for g, p in enumerate(pieces)], dim=1
+        )
+
+    return run
+
+
+@pytest.mark.parametrize(
+    "kind, cin, cout, groups, size",
+    [
+        (torch.nn.Conv2d, 64, 64, 64, 56),  # depthwise 3x3, as in MobileNet
+        (torch.nn.Conv2d, 16, 32, 4, 12),
+        (torch.nn.ConvTranspose2d, 8, 16, 4, 10),
+    ],
+)
+def test_grouped_convolution_backward_equals_flop_counter_on_its_groups(
+    kind, cin, cout, groups, size
+):
+    """A grouped convolution is ``groups`` independent ones: FlopCounterMode counts those
+    right, and count_flops must give the same total for the grouped layer itself."""
+    torch.manual_seed(0)
+    conv = kind(cin, cout, 3, padding=1, groups=groups, bias=False)
+    batch = 8 if cin == 64 else 2
+    x = torch.randn(batch, cin, size, size, requires_grad=True)
+    separate = _as_separate_convs(conv)
+    assert torch.allclose(separate(x), conv(x), atol=1e-5)  # the same computation
+    reference = flop_counter(lambda: separate(x).sum().backward())
+    assert gl.count_flops(conv, x, backward=True) == reference
+    assert gl.count_flops(conv, x) == flop_counter(lambda: conv(x))  # forward: torch is right
+    weights_only = flop_counter(lambda: separate(x.detach()).sum().backward())
+    assert gl.count_flops(conv, x.detach(), backward=True) == weights_only
+
+
+def test_depthwise_convolution_backward_is_three_forwards_not_torchs_count():
+    """The issue's case: a depthwise 3x3 on 8x64x56x56 is 86.7 MFLOP forward and backward;
+    torch's FlopCounterMode alone says 1.907 GFLOP."""
+    conv = torch.nn.Conv2d(64, 64, 3, padding=1, groups=64, bias=False)
+    x = torch.randn(8, 64, 56, 56, requires_grad=True)
+    counted = gl.count_flops(conv, x, backward=True)
+    assert counted == gl.conv2d_flops(8, 64, 64, 3, 56, padding=1, groups=64, backward=True)
+    assert counted == 3 * 2 * 8 * 64 * 56 * 56 * 9 == 86_704_128
+    assert flop_counter(lambda: conv(x).sum().backward()) == 1_907_490_816  # torch 2.x's count
 
 
 def test_matmul_and_functions():

@@ -140,6 +140,55 @@ def test_the_spec_registry_depends_on_nothing_but_the_checks_and_the_precision_n
     assert graph["gpulab._checks"] == set()
 
 
+#: The package's layers, bottom first: a module may import its own layer and those below it,
+#: never one above, at top level or inside a function. The top-level modules (``_checks``,
+#: ``units``, ``palette``, ...) are the bottom; ``gpulab`` itself (lazy exports) and
+#: ``gpulab.__main__`` sit on top of everything.
+LAYERS = ("hardware", "measure", "costmodels", "kernels", "labkit", "diagrams", "course")
+
+
+def _layer(module: str) -> int:
+    parts = module.split(".")
+    if module in ("gpulab", "gpulab.__main__"):
+        return len(LAYERS) + 1
+    if len(parts) == 2 and parts[1] not in LAYERS:
+        return 0  # a top-level module: the base everything may use
+    return LAYERS.index(parts[1]) + 1
+
+
+def _upward_imports(graph: dict[str, set[str]]) -> list[str]:
+    return sorted(
+        f"{name} imports {target}"
+        for name, targets in graph.items()
+        for target in targets
+        if _layer(target) > _layer(name)
+    )
+
+
+def test_every_module_has_a_layer():
+    subpackages = {n.split(".")[1] for n in _modules() if n.count(".") >= 2}
+    assert subpackages == set(LAYERS)
+
+
+def test_an_upward_import_is_found_when_there_is_one():
+    graph = {
+        "gpulab.costmodels.chooser": {"gpulab.labkit.networks", "gpulab.hardware.specs"},
+        "gpulab.labkit.plotting": {"gpulab.palette", "gpulab.costmodels.roofline"},
+        "gpulab.units": {"gpulab.measure.bench"},
+        "gpulab.__main__": {"gpulab.course.cli"},
+    }
+    assert _upward_imports(graph) == [
+        "gpulab.costmodels.chooser imports gpulab.labkit.networks",
+        "gpulab.units imports gpulab.measure.bench",
+    ]
+
+
+def test_imports_only_point_down_the_layers():
+    """Counting imports inside functions: a cost model that imports lab code to build a
+    network, or for its colours, runs up the layers even where it loads lazily."""
+    assert _upward_imports(import_graph()) == []
+
+
 def test_no_module_imports_another_modules_private_names():
     offences = []
     for name, path in _modules().items():
@@ -178,8 +227,10 @@ STDLIB_ONLY = (
     "gpulab.costmodels.published_runs",
     "gpulab.costmodels.inference",
     "gpulab.costmodels.chooser",
+    "gpulab.palette",
     "gpulab.kernels.occupancy",
     "gpulab.labkit.calculators",
+    "gpulab.labkit.planning",
     "gpulab.labkit.svgchart",
 )
 

@@ -53,6 +53,45 @@ def test_sharded_memory_stages():
         gl.sharded_memory(float("inf"), 4, 1)
 
 
+def test_sharded_memory_splits_as_zero_does_and_refuses_two_splits_at_once():
+    """Rajbhandari et al. 2020, Figure 1: 7.5B parameters, mixed precision with Adam, 64 GPUs:
+    120 GB replicated, 31.4 GB at stage 1 (P_os), 16.6 GB at stage 2, 1.9 GB at stage 3."""
+    paper = [120.0, 31.4, 16.6, 1.9]
+    for precision in ("amp_fp16", "amp_bf16"):
+        got = [gl.sharded_memory(7.5e9, 64, s, precision=precision).total_bytes for s in range(4)]
+        assert [round(b / 1e9, 1) for b in got] == paper
+    zero = gl.costmodels.memory.zero_bytes_per_param("amp_bf16", "adam")
+    assert zero == {"parameters": 2, "gradients": 2, "optimizer states": 12}
+    # The single-GPU split sums to the same 16 bytes but puts the master copy in "parameters":
+    one_gpu = gl.bytes_per_param("amp_bf16", "adam")
+    assert sum(one_gpu.values()) == sum(zero.values()) == 16
+    by_hand = dict(
+        weight_bytes_per_param=one_gpu["parameters"],
+        grad_bytes_per_param=one_gpu["gradients"],
+        optimizer_bytes_per_param=one_gpu["optimizer states"],
+    )
+    misread = gl.sharded_memory(7.5e9, 64, 1, **by_hand).total_bytes
+    assert round(misread / 1e9, 1) == 60.9  # the number the docstrings warn of: not the paper's
+    # Without mixed precision both splits agree, and precision=None keeps FP32 + Adam
+    for optimizer in ("sgd", "sgd_momentum", "adam", "adamw"):
+        for precision in ("fp32", "bf16"):
+            assert gl.costmodels.memory.zero_bytes_per_param(
+                precision, optimizer
+            ) == gl.bytes_per_param(precision, optimizer)
+    assert gl.sharded_memory(1e6, 4, 1) == gl.sharded_memory(1e6, 4, 1, precision="fp32")
+    assert gl.sharded_memory(1e6, 4, 2, precision="amp_fp16", optimizer="sgd").total_bytes == (
+        pytest.approx(1e6 * (2 + 2 / 4 + 4 / 4))
+    )
+    with pytest.raises(ValueError, match=r"precision='amp_bf16' and weight_bytes_per_param=4"):
+        gl.sharded_memory(7.5e9, 64, 1, precision="amp_bf16", **by_hand)
+    with pytest.raises(ValueError, match=r"optimizer='adam' and grad_bytes_per_param=2"):
+        gl.sharded_memory(7.5e9, 64, 1, optimizer="adam", grad_bytes_per_param=2)
+    with pytest.raises(ValueError, match=r"precision='fp8' is not known"):
+        gl.sharded_memory(7.5e9, 64, 1, precision="fp8")
+    with pytest.raises(ValueError, match=r"optimizer='lion' is not known"):
+        gl.sharded_memory(7.5e9, 64, 1, optimizer="lion")
+
+
 def test_scaling_curve_is_dp_step_time_per_count():
     # Weak scaling worked by hand from the documented model: NVLink 3 moves 300 GB/s and has
     # no published latency, so a ring all-reduce of 3 GB takes 2(p-1)/p x 10 ms; a tenth of

@@ -21,6 +21,65 @@ def test_flops_per_token_is_six_n_plus_the_attention_term():
         gl.costmodels.training_time.training_flops_per_token(1e6, layers=12)
 
 
+@pytest.mark.parametrize(
+    "n, layers, heads, head_size, seq_len",
+    [(85_645_056, 12, 12, 64, 512), (6.7e9, 32, 32, 128, 4096), (540e9, 118, 48, 256, 2048)],
+)
+def test_the_two_attention_counts_are_the_published_formulas(n, layers, heads, head_size, seq_len):
+    per_token = gl.costmodels.training_time.training_flops_per_token
+    width = heads * head_size
+    shape = {"layers": layers, "hidden": width, "seq_len": seq_len}
+    # Kaplan et al. 2020, Table 1: C_forward = 2N + 2 n_layer n_ctx d_attn; training is 3x that
+    kaplan = 3 * (2 * n + 2 * layers * seq_len * width)
+    assert per_token(n, **shape) == per_token(n, **shape, attention="kaplan")
+    assert per_token(n, **shape) == pytest.approx(kaplan)
+    # PaLM (Chowdhery et al. 2022, Appendix B): 6N + 12LHQT per token
+    palm = 6 * n + 12 * layers * heads * head_size * seq_len
+    assert per_token(n, **shape, attention="palm") == pytest.approx(palm)
+    # llm-foundry's collect_results.py, per sequence: 3 * (2N * s) + 3 * (L * 2 * 2 * d * s^2)
+    foundry = (3 * 2 * n * seq_len + 3 * layers * 2 * 2 * width * seq_len**2) / seq_len
+    assert per_token(n, **shape, attention="palm") == pytest.approx(foundry)
+    # the two differ by the attention term alone: PaLM's is twice Kaplan's
+    assert per_token(n, **shape, attention="palm") - 6 * n == pytest.approx(2 * (kaplan - 6 * n))
+    assert per_token(n, attention="palm") == per_token(n) == 6 * n  # no shape, no term
+
+
+def test_palms_published_mfu_needs_palms_count():
+    """PaLM 540B: 238.3K tokens/s on 6,144 TPU v4 chips of 275 TFLOP/s, 45.7% MFU without the
+    attention term and 46.2% with it (Chowdhery et al. 2022, Appendix B); Kaplan's count of
+    the same run gives 45.9%, which is not the published figure."""
+    per_token = gl.costmodels.training_time.training_flops_per_token
+    peak = gl.get_spec("TPU v4").peak("bf16")
+    shape = {"layers": 118, "hidden": 48 * 256, "seq_len": 2048}
+
+    def mfu(flops_per_token):
+        return round(gl.mfu(238.3e3 * flops_per_token, 1.0, peak, n_gpus=6144), 3)
+
+    assert mfu(per_token(540e9)) == 0.457
+    assert mfu(per_token(540e9, **shape, attention="palm")) == 0.462
+    assert mfu(per_token(540e9, **shape, attention="kaplan")) == 0.459
+
+
+def test_the_attention_count_is_a_named_choice():
+    per_token = gl.costmodels.training_time.training_flops_per_token
+    known = r"attention='megatron' is not known; use one of 'kaplan', 'palm'"
+    with pytest.raises(ValueError, match=known):
+        per_token(1e6, layers=2, hidden=64, seq_len=128, attention="megatron")
+    with pytest.raises(TypeError, match="attention=12"):
+        per_token(1e6, attention=12)
+    with pytest.raises(ValueError, match="attention='Palm'"):
+        gl.training_flops_per_sample("BERT-base", attention="Palm")
+    palm = gl.transformer_training_job(1e6, 1e9, layers=2, hidden=64, seq_len=128, attention="palm")
+    assert palm.flops == 1e9 * (6 * 1e6 + 12 * 2 * 128 * 64)
+    assert "+ 12 × 2 layers × 128 tokens × 64" in palm.formula
+    kaplan = gl.transformer_training_job(1e6, 1e9, layers=2, hidden=64, seq_len=128)
+    assert "+ 6 × 2 layers × 128 tokens × 64" in kaplan.formula
+    bert = gl.get_model("BERT-base")
+    assert gl.training_flops_per_sample(bert, attention="palm") == pytest.approx(
+        512 * per_token(bert.n_params, layers=12, hidden=768, seq_len=512, attention="palm")
+    )
+
+
 def test_flops_per_sample_uses_the_same_rule_for_every_model():
     bert = gl.get_model("BERT-base")
     per_token = gl.costmodels.training_time.training_flops_per_token(

@@ -5,7 +5,9 @@ The arithmetic of the course's GPU chooser, in four steps:
 1. **Memory**: parameters, gradients and optimizer states from
    :func:`gpulab.costmodels.memory.estimate_training_memory`, plus activations: for transformers the
    per-layer formula of Korthikanti et al. (2022), for CNNs a real forward pass measured
-   with :func:`gpulab.costmodels.memory.activation_bytes`.
+   with :func:`gpulab.costmodels.memory.activation_bytes` and passed in as
+   ``activations_bytes`` (``gl.plan_training``, :mod:`gpulab.labkit.planning`, measures it on
+   the network :mod:`gpulab.labkit.networks` builds: that network is a layer above this one).
 2. **Fit**: which registry devices hold that in 90% of their memory.
 3. **Time per epoch**: training FLOPs ÷ (peak FLOP/s at the precision × utilisation), by
    the course's one time-to-train model (:mod:`gpulab.costmodels.training_time`). The utilisation is
@@ -26,7 +28,6 @@ See also the chapter "Choosing a GPU" (``book/choosing_gpu.md``) and its lab.
 
 from __future__ import annotations
 
-import functools
 from dataclasses import dataclass, field
 
 from gpulab._checks import (
@@ -55,7 +56,7 @@ __all__ = [
     "DeviceOption",
     "ExamplePrice",
     "TrainingPlan",
-    "plan_training",
+    "estimate_training_plan",
     "run_cost",
     "transformer_activation_bytes",
 ]
@@ -137,29 +138,6 @@ def transformer_activation_bytes(
     return layers * round(per_layer)
 
 
-@functools.cache
-def cnn_activation_bytes_per_image(name: str, image_size: int, precision: str) -> int | None:
-    """Activations of one image through a real forward pass of a named CNN.
-
-    Measured with :func:`gpulab.costmodels.memory.activation_bytes` on the network that
-    :mod:`gpulab.labkit.networks` builds for ``name``; None where torch or that network is not
-    available (the live book ships these numbers, measured when the book is built).
-    """
-    try:
-        import torch
-
-        from gpulab.costmodels.memory import activation_bytes
-        from gpulab.labkit import networks
-    except ImportError:
-        return None
-    builder = getattr(networks, name.lower().replace("-", ""), None)
-    if builder is None:
-        return None
-    model = builder()
-    example = torch.zeros(1, 3, image_size, image_size)
-    return int(activation_bytes(model, example, precision=precision))
-
-
 def run_cost(time_s: float, price_per_hour: float, n_gpus: int = 1) -> float:
     """Cost of holding ``n_gpus`` GPUs for ``time_s`` seconds at ``price_per_hour`` each.
 
@@ -233,7 +211,7 @@ class DeviceOption:
 
 @dataclass(frozen=True)
 class TrainingPlan:
-    """What :func:`plan_training` returns: memory, fit, time and cost per device.
+    """What :func:`estimate_training_plan` and ``gl.plan_training`` return: memory, fit, time, cost.
 
     All times and costs are predictions from datasheet peaks and the stated utilisation.
     """
@@ -382,7 +360,7 @@ def _default_devices() -> list[DeviceSpec]:
     return [s for s in list_specs() if s.kind in ("gpu", "tpu") and s.status == "available"]
 
 
-def plan_training(
+def estimate_training_plan(
     model: str | int,
     *,
     precision: str = "amp_bf16",
@@ -397,7 +375,11 @@ def plan_training(
     activations_bytes: int | None = None,
     headroom: float = 0.9,
 ) -> TrainingPlan:
-    """Memory, fit, time per epoch and cost of a training job on each device.
+    """Memory, fit, time per epoch and cost of a training job on each device, from numbers.
+
+    The arithmetic of ``gl.plan_training`` (:func:`gpulab.labkit.planning.plan_training`),
+    which calls this and, for a named CNN, first measures its activations on a real forward
+    pass; here they are what ``activations_bytes`` says (0 with a note when not given).
 
     Parameters
     ----------
@@ -423,8 +405,9 @@ def plan_training(
         bought or rented now (announced parts only when named here, and never ranked by
         :meth:`TrainingPlan.fitting`).
     activations_bytes : int, optional
-        Override the activation memory (required knowledge for a bare parameter count;
-        default 0 there, with a note).
+        Override the activation memory (required knowledge for a bare parameter count or a
+        CNN; default 0 there, with a note). ``gl.plan_training``
+        (:func:`gpulab.labkit.planning.plan_training`) measures a named CNN's.
     headroom : float
         Usable fraction of device memory.
 
@@ -435,7 +418,8 @@ def plan_training(
     Examples
     --------
     >>> import gpulab as gl
-    >>> plan = gl.plan_training("BERT-large", batch_size=32, specs=["T4", "A100 80GB"])
+    >>> from gpulab.costmodels.chooser import estimate_training_plan
+    >>> plan = estimate_training_plan("BERT-large", batch_size=32, specs=["T4", "A100 80GB"])
     >>> [(o.spec.name, o.fits) for o in plan.options]
     [('Tesla T4', False), ('A100 80GB SXM4', True)]
     """
@@ -478,15 +462,11 @@ def plan_training(
         size = named.image_size if image_size is None else image_size
         shape = f"{size}x{size} images"
         if activations_bytes is None:
-            per_image = cnn_activation_bytes_per_image(named.name, size, precision)
-            if per_image is None:
-                activations_bytes = 0
-                notes.append(
-                    "Activations not included: measuring them needs gpulab.labkit.networks."
-                )
-            else:
-                activations_bytes = per_image * batch_size
-                notes.append("Activations measured on a real forward pass (gl.activation_bytes).")
+            activations_bytes = 0
+            notes.append(
+                "Activations not included: measuring a CNN's needs torch (gl.plan_training "
+                "measures them on a real forward pass), or pass activations_bytes=."
+            )
     else:
         tokens = (named.seq_len if named else None) if seq_len is None else seq_len
         shape = f"{tokens} tokens" if tokens else "samples"

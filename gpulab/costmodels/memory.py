@@ -79,6 +79,7 @@ __all__ = [
     "measure_training_memory",
     "memory_report",
     "optimizer_temporaries_bytes",
+    "zero_bytes_per_param",
 ]
 
 #: Optimizers the estimator knows, by how many state tensors they keep per parameter.
@@ -90,7 +91,18 @@ _PARTS = ("parameters", "gradients", "optimizer states", "activations")
 
 
 def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[str, int]:
-    """Bytes each parameter costs in weights, gradient and optimizer states.
+    """Bytes each parameter costs in weights, gradient and optimizer states, on one GPU.
+
+    The split of :func:`estimate_training_memory`, for training as ``torch.autocast`` does
+    it: under ``amp_*`` the parameters are the FP32 weights (``"parameters": 4``) and their
+    gradients FP32 too; the 16-bit copies autocast makes are short-lived.
+
+    This is **not** the ZeRO paper's split, which :func:`gpulab.sharded_memory` shards: in
+    mixed precision ZeRO keeps 16-bit weights and gradients (2 + 2 bytes) and counts the FP32
+    master weights as optimizer state (12 bytes with Adam), so stage 1 shards them too. Both
+    add up to 16 bytes, but the 4/4/8 split here, fed to ``sharded_memory``, gives 60.9 GB
+    per GPU at stage 1 for 7.5B parameters on 64 GPUs, against the paper's 31.4 GB; use
+    ``sharded_memory(..., precision="amp_bf16")`` or :func:`zero_bytes_per_param`.
 
     Examples
     --------
@@ -106,6 +118,35 @@ def bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[st
         "parameters": width,
         "gradients": width,
         "optimizer states": width * _STATES_PER_PARAM[optimizer],
+    }
+
+
+def zero_bytes_per_param(precision: str = "fp32", optimizer: str = "adam") -> dict[str, int]:
+    """Bytes per parameter as the ZeRO paper splits them, the split ZeRO's stages shard.
+
+    In mixed precision (``amp_*``) the weights and gradients are 16-bit (2 bytes each) and the
+    optimizer state holds the FP32 master weights (4 bytes) besides its FP32 moments (4 bytes
+    each): 2 + 2 + 12 = 16 bytes with Adam, the ``K = 12`` of Rajbhandari et al. 2020, §3.1
+    (https://arxiv.org/abs/1910.02054). Without mixed precision there is no master copy and
+    the split is :func:`bytes_per_param`'s. :func:`gpulab.sharded_memory` takes it through its
+    ``precision`` argument.
+
+    Examples
+    --------
+    >>> zero_bytes_per_param("amp_fp16", "adam")
+    {'parameters': 2, 'gradients': 2, 'optimizer states': 12}
+    >>> bytes_per_param("amp_fp16", "adam")   # one GPU under torch.autocast: the same 16 bytes
+    {'parameters': 4, 'gradients': 4, 'optimizer states': 8}
+    >>> zero_bytes_per_param("fp32", "sgd_momentum") == bytes_per_param("fp32", "sgd_momentum")
+    True
+    """
+    split = bytes_per_param(precision, optimizer)
+    if not precision.startswith("amp_"):
+        return split
+    return {
+        "parameters": 2,
+        "gradients": 2,
+        "optimizer states": split["parameters"] + split["optimizer states"],
     }
 
 

@@ -50,6 +50,7 @@ from gpulab._checks import (
     wrong_type,
 )
 from gpulab.costmodels.comms import allreduce_bytes_per_rank, dp_step_time
+from gpulab.costmodels.memory import zero_bytes_per_param
 from gpulab.hardware.interconnects import resolve_link
 from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_bytes
@@ -631,9 +632,11 @@ def sharded_memory(
     n_gpus: int,
     stage: int,
     *,
-    weight_bytes_per_param: float = 4,
-    grad_bytes_per_param: float = 4,
-    optimizer_bytes_per_param: float = 8,
+    precision: str | None = None,
+    optimizer: str | None = None,
+    weight_bytes_per_param: float | None = None,
+    grad_bytes_per_param: float | None = None,
+    optimizer_bytes_per_param: float | None = None,
 ) -> ShardedMemory:
     """Training-state bytes per rank under ZeRO stage 0–3 (FSDP's full sharding is stage 3).
 
@@ -646,10 +649,23 @@ def sharded_memory(
     stage : {0, 1, 2, 3}
         0: nothing sharded (DDP). 1: optimizer state sharded. 2: also gradients.
         3: also parameters (FSDP ``FULL_SHARD``).
-    weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param : float
-        Bytes per parameter of each. Defaults: FP32 training with Adam (two FP32 moments
-        = 8 bytes). Mixed precision with Adam is ``2, 2, 12`` (the FP32 master copy counts
-        as optimizer state), the 16 bytes per parameter of the ZeRO paper.
+    precision, optimizer : str, optional
+        The bytes per parameter as ZeRO splits them
+        (:func:`gpulab.costmodels.memory.zero_bytes_per_param`): ``precision="amp_bf16"``
+        with Adam is ``2, 2, 12``, the FP32 master copy counted as optimizer state, so stage 1
+        shards it. One of :data:`gpulab.hardware.precision.TRAINING_PRECISIONS` and of
+        :data:`gpulab.costmodels.memory.OPTIMIZERS` (default ``"adam"``).
+    weight_bytes_per_param, grad_bytes_per_param, optimizer_bytes_per_param : float, optional
+        Or the three by hand, instead of ``precision`` and ``optimizer`` (not with them);
+        one left out is FP32 training with Adam's (4, 4 and 8). Not the split of
+        :func:`gpulab.bytes_per_param` in mixed precision: that one (4, 4, 8) is one GPU under
+        ``torch.autocast``, the master weights counted as parameters, and sharded as ZeRO
+        shards it overstates stages 1 and 2.
+
+    Raises
+    ------
+    ValueError
+        For ``precision`` or ``optimizer`` given together with byte counts.
 
     Examples
     --------
@@ -657,29 +673,45 @@ def sharded_memory(
     on 64 GPUs holds 120 GB per GPU replicated, 31.4 / 16.6 / 1.9 GB at stages 1 / 2 / 3.
 
     >>> import gpulab as gl
-    >>> mixed = dict(weight_bytes_per_param=2, grad_bytes_per_param=2, optimizer_bytes_per_param=12)
-    >>> [round(gl.sharded_memory(7.5e9, 64, s, **mixed).total_bytes / 1e9, 2) for s in range(4)]
+    >>> [round(gl.sharded_memory(7.5e9, 64, s, precision="amp_fp16").total_bytes / 1e9, 2)
+    ...  for s in range(4)]
     [120.0, 31.41, 16.64, 1.88]
+    >>> mixed = dict(weight_bytes_per_param=2, grad_bytes_per_param=2, optimizer_bytes_per_param=12)
+    >>> gl.sharded_memory(7.5e9, 64, 1, **mixed) == gl.sharded_memory(7.5e9, 64, 1,
+    ...                                                               precision="amp_fp16")
+    True
     """
     n = non_negative_number("n_params", n_params)
     p = positive_int("n_gpus", n_gpus)
     stage = _stage(stage)
-    sizes = [non_negative_number(name, b) for b, name in
-             ((weight_bytes_per_param, "weight_bytes_per_param"),
-              (grad_bytes_per_param, "grad_bytes_per_param"),
-              (optimizer_bytes_per_param, "optimizer_bytes_per_param"))]  # fmt: skip
-    params, grads, optimizer = (n * b for b in sizes)
-    finite_result(
-        params + grads + optimizer,
-        n_params=n_params,
-        weight_bytes_per_param=weight_bytes_per_param,
-        grad_bytes_per_param=grad_bytes_per_param,
-        optimizer_bytes_per_param=optimizer_bytes_per_param,
+    by_hand = {
+        "weight_bytes_per_param": weight_bytes_per_param,
+        "grad_bytes_per_param": grad_bytes_per_param,
+        "optimizer_bytes_per_param": optimizer_bytes_per_param,
+    }
+    given = [name for name, value in by_hand.items() if value is not None]
+    if given and (precision is not None or optimizer is not None):
+        named = "precision" if precision is not None else "optimizer"
+        raise ValueError(
+            f"{named}={precision if precision is not None else optimizer!r} and "
+            f"{given[0]}={by_hand[given[0]]!r} are two ways to give the bytes per parameter: "
+            "give precision (and optimizer) for ZeRO's split, or the byte counts, not both"
+        )
+    split = zero_bytes_per_param(
+        "fp32" if precision is None else precision, "adam" if optimizer is None else optimizer
     )
+    defaults = dict(zip(by_hand, split.values(), strict=True))
+    sizes = [
+        non_negative_number(name, defaults[name] if value is None else value)
+        for name, value in by_hand.items()
+    ]
+    params, grads, optimizer_state = (n * b for b in sizes)
+    given_bytes = {name: value for name, value in zip(by_hand, sizes, strict=True)}
+    finite_result(params + grads + optimizer_state, n_params=n_params, **given_bytes)
     return ShardedMemory(
         params_bytes=params / p if stage >= 3 else params,
         grads_bytes=grads / p if stage >= 2 else grads,
-        optimizer_bytes=optimizer / p if stage >= 1 else optimizer,
+        optimizer_bytes=optimizer_state / p if stage >= 1 else optimizer_state,
         n_gpus=p,
         stage=stage,
     )

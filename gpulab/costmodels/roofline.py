@@ -686,7 +686,7 @@ def plot_roofline(
     import matplotlib.pyplot as plt
     import numpy as np
 
-    from gpulab.labkit.plotting import COLORS
+    from gpulab.palette import COLORS
 
     roofs = _as_ceilings_list(ceilings, precision)
     if isinstance(points, (str, RooflinePoint)) or not isinstance(points, Sequence):

@@ -5,9 +5,12 @@ gets the same answer everywhere:
 
 * **FLOPs.** A transformer costs ``6·N + 6·L·s·h`` FLOPs per token (Kaplan et al. 2020,
   https://arxiv.org/abs/2001.08361: 2 per parameter forward, twice that backward, plus the
-  attention scores; the second term only where the shape, ``L`` layers of width ``h`` over
-  ``s`` tokens, is known). A CNN costs 3 × its forward FLOPs per image (backward ≈ 2 ×
-  forward). See :func:`training_flops_per_token` and :func:`training_flops_per_sample`.
+  attention scores; the second term only where the shape, ``L`` layers of attention width
+  ``h`` over ``s`` tokens, is known). PaLM's MFU counts the attention products in full,
+  ``12·L·s·h`` (Chowdhery et al. 2022, Appendix B, https://arxiv.org/abs/2204.02311):
+  ``attention="palm"`` counts that way, to compare with a figure published so. A CNN costs
+  3 × its forward FLOPs per image (backward ≈ 2 × forward). See
+  :func:`training_flops_per_token` and :func:`training_flops_per_sample`.
 * **Peak.** The registry's peak at the precision's arithmetic
   (:func:`gpulab.hardware.precision.peak_precision`: ``amp_bf16`` runs at the BF16 peak). Without a
   precision, a device trains in the best one its datasheet has (:func:`training_precision`).
@@ -52,6 +55,7 @@ from gpulab.hardware.specs import resolve_spec
 from gpulab.units import format_duration
 
 __all__ = [
+    "ATTENTION_COUNTS",
     "DEFAULT_UTILISATION",
     "IMAGENET_1K_TRAIN_IMAGES",
     "TIME_PRECISIONS",
@@ -95,6 +99,16 @@ _GRADIENT_BYTES = {"fp32": 4, "tf32": 4, "amp_fp16": 4, "amp_bf16": 4, "fp16": 2
 # Backward ≈ 2 × forward: a gradient for each layer's input and one for its weights.
 _BACKWARD_FACTOR = 2.0
 
+#: How a transformer's attention scores are counted, per token, forward and backward:
+#: ``"kaplan"`` 6·L·s·h (Kaplan et al. 2020, Table 1: forward ``2·n_layer·n_ctx·d_attn``),
+#: ``"palm"`` 12·L·s·h (Chowdhery et al. 2022, Appendix B: ``6N + 12LHQT``), the two products
+#: ``Q·Kᵀ`` and ``scores·V`` counted in full, as PaLM's MFU and llm-foundry's benchmark tables
+#: (``scripts/train/benchmarking/collect_results.py`` at the commit the course's MPT rows cite,
+#: https://github.com/mosaicml/llm-foundry/blob/061f2c7ce64e655100286584a7629e2a09f827ba/scripts/train/benchmarking/collect_results.py)
+#: count them.
+ATTENTION_COUNTS = ("kaplan", "palm")
+_ATTENTION_FACTOR = {"kaplan": 6, "palm": 12}
+
 
 def training_flops_per_token(
     n_params: float,
@@ -102,13 +116,32 @@ def training_flops_per_token(
     layers: int | None = None,
     hidden: int | None = None,
     seq_len: int | None = None,
+    attention: str = "kaplan",
 ) -> float:
-    """Training FLOPs per token of a transformer: ``6·N``, plus ``6·L·s·h`` given its shape.
+    """Training FLOPs per token of a transformer: ``6·N``, plus an attention term given its shape.
 
     Forward costs about 2 FLOPs per parameter per token (one multiply-add per weight) and
-    backward twice that; the attention scores add ``6·L·s·h`` (Kaplan et al. 2020,
-    https://arxiv.org/abs/2001.08361). ``layers``, ``hidden`` and ``seq_len`` go together:
-    give all three for the attention term, or none.
+    backward twice that. The attention scores add a term that the literature counts two ways
+    (``attention``):
+
+    * ``"kaplan"`` (the default): ``6·L·s·h`` (Kaplan et al. 2020, Table 1,
+      https://arxiv.org/abs/2001.08361), the count of the course's time-to-train predictions;
+    * ``"palm"``: ``12·L·s·h``, what the two attention products ``Q·Kᵀ`` and ``scores·V``
+      cost when computed in full (``2·2·s·h`` per token and layer forward, three times that
+      with the backward pass). PaLM's MFU is ``6N + 12LHQT`` (Chowdhery et al. 2022,
+      Appendix B, https://arxiv.org/abs/2204.02311); compare an MFU with PaLM's, or with
+      others counted the same way, in this count.
+
+    Parameters
+    ----------
+    n_params : float
+        N, the parameters that multiply (embedding tables may be left out).
+    layers, hidden, seq_len : int, optional
+        L, h and s: layers, the attention width (heads × head size, PaLM's ``H·Q``; the
+        model width in most models, but 48 × 256 = 12,288 in PaLM 540B against a model
+        width of 18,432) and tokens per sequence. All three for the attention term, or none.
+    attention : str
+        One of :data:`ATTENTION_COUNTS`: which attention count to add.
 
     Examples
     --------
@@ -117,8 +150,11 @@ def training_flops_per_token(
     6000000.0
     >>> training_flops_per_token(1e6, layers=2, hidden=64, seq_len=128)  # + 6*2*128*64
     6098304.0
+    >>> training_flops_per_token(1e6, layers=2, hidden=64, seq_len=128, attention="palm")
+    6196608.0
     """
     n = positive_number("n_params", n_params)
+    factor = _ATTENTION_FACTOR[choice("attention", attention, ATTENTION_COUNTS)]
     shape = {"layers": layers, "hidden": hidden, "seq_len": seq_len}
     given = [k for k, v in shape.items() if v is not None]
     if not given:
@@ -127,19 +163,24 @@ def training_flops_per_token(
         missing = ", ".join(k for k in shape if k not in given)
         raise ValueError(
             f"{given[0]}={shape[given[0]]!r} needs {missing} too: the attention term "
-            "6·layers·seq_len·hidden takes all three"
+            f"{factor}·layers·seq_len·hidden takes all three"
         )
     L, h, s = (positive_int(k, shape[k]) for k in ("layers", "hidden", "seq_len"))
-    return finite_result(6.0 * n + 6.0 * L * s * h, n_params=n_params, **shape)
+    return finite_result(6.0 * n + factor * L * s * h, n_params=n_params, **shape)
 
 
 def training_flops_per_sample(
-    model, *, seq_len: int | None = None, image_size: int | None = None
+    model,
+    *,
+    seq_len: int | None = None,
+    image_size: int | None = None,
+    attention: str = "kaplan",
 ) -> float:
     """FLOPs to train on one sample (forward and backward).
 
-    * A named transformer: :func:`training_flops_per_token` with its shape, times ``seq_len``
-      tokens (default: its pre-training context).
+    * A named transformer: :func:`training_flops_per_token` with its shape and the
+      ``attention`` count (default ``"kaplan"``, ``6·L·s·h``), times ``seq_len`` tokens
+      (default: its pre-training context).
     * A named CNN: 3 × its forward FLOPs, scaled by the pixel count at ``image_size``.
     * A bare parameter count: ``6·N`` per token, times ``seq_len`` tokens (default 1).
 
@@ -157,6 +198,7 @@ def training_flops_per_sample(
     600000000.0
     """
     named = named_model_or_none(model)
+    choice("attention", attention, ATTENTION_COUNTS)
     if seq_len is not None:
         seq_len = positive_int("seq_len", seq_len)
     if image_size is not None:
@@ -169,8 +211,9 @@ def training_flops_per_sample(
     if named is not None:
         tokens = named.seq_len if seq_len is None else seq_len
         per_token = training_flops_per_token(
-            named.n_params, layers=named.layers, hidden=named.hidden, seq_len=tokens
-        )
+            named.n_params, layers=named.layers, hidden=named.hidden, seq_len=tokens,
+            attention=attention,
+        )  # fmt: skip
         return finite_result(per_token * tokens, seq_len=seq_len)
     tokens = 1 if seq_len is None else seq_len
     n = positive_number("model", model)
@@ -314,6 +357,7 @@ def transformer_training_job(
     embedding_params: float = 0,
     steps: int | None = None,
     name: str | None = None,
+    attention: str = "kaplan",
 ) -> TrainingJob:
     """FLOPs to train a transformer on ``n_tokens`` tokens, by :func:`training_flops_per_token`.
 
@@ -325,13 +369,17 @@ def transformer_training_job(
     n_tokens : float
         D: tokens processed in training (steps × sequences per batch × sequence length).
     layers, hidden, seq_len : int, optional
-        The shape, for the attention term ``6·L·s·h`` per token; all three or none
-        (a named model brings its own).
+        The shape, for the attention term per token (``6·L·s·h`` by default); all three or
+        none (a named model brings its own).
     embedding_params : float
         Parameters of the embedding tables, left out of the ``6·N`` term: a lookup is not a
         matrix multiply (Kaplan et al. count N without them). Default 0.
     steps : int, optional
         Optimizer steps, for data-parallel predictions.
+    attention : str
+        One of :data:`ATTENTION_COUNTS`: ``"kaplan"`` (``6·L·s·h``, the default) or
+        ``"palm"`` (``12·L·s·h``); see :func:`training_flops_per_token`. The job's formula
+        states the count.
 
     Examples
     --------
@@ -363,11 +411,16 @@ def transformer_training_job(
     n = n_params - emb
     if named is None:
         finite_result(6.0 * n, model=model)  # named so, not by the n_params it is passed as
-    per_token = training_flops_per_token(n, layers=layers, hidden=hidden, seq_len=seq_len)
+    per_token = training_flops_per_token(
+        n, layers=layers, hidden=hidden, seq_len=seq_len, attention=attention
+    )
     flops = finite_result(per_token * d, model=model, n_tokens=n_tokens)
     six_n = f"6 × {n:.4g} parameters"
     if per_token > 6 * n:
-        six_n = f"(6 × {n:.4g} parameters + 6 × {layers} layers × {seq_len} tokens × {hidden})"
+        six_n = (
+            f"(6 × {n:.4g} parameters + {_ATTENTION_FACTOR[attention]} × {layers} layers × "
+            f"{seq_len} tokens × {hidden})"
+        )
     if name is None:
         name = f"{label or 'transformer'}, {n_params / 1e6:,.0f} M parameters × {d:.3g} tokens"
     return TrainingJob(name, flops, f"{six_n} × {d:.4g} tokens", n_params, steps)
@@ -770,6 +823,9 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float, n_gp
     model_flops_per_step : float
         FLOPs one training step needs without recomputation (forward + backward), e.g.
         ``6 · N · tokens`` for a transformer or ``gl.count_flops(model, x, backward=True)``.
+        To compare with a published MFU, count as the publication did: PaLM's and
+        llm-foundry's add ``12·L·s·h`` per token for attention
+        (``training_flops_per_token(..., attention="palm")``).
     step_time_s : float
         Measured time of one step, in seconds.
     peak_flops : float
@@ -784,13 +840,19 @@ def mfu(model_flops_per_step: float, step_time_s: float, peak_flops: float, n_gp
 
     Examples
     --------
-    PaLM 540B's reported 46.2% MFU (Chowdhery et al. 2022, Table 3) from 238.3 K tokens/s on
-    6,144 TPU v4 chips of 275 TFLOP/s, at 6·N FLOPs per token plus attention:
+    PaLM 540B's reported 46.2% MFU (Chowdhery et al. 2022, Table 3 and Appendix B) from
+    238.3 K tokens/s on 6,144 TPU v4 chips of 275 TFLOP/s, counted as the paper counts it,
+    ``6N + 12LHQT`` per token (118 layers, 48 heads of 256, 2,048 tokens):
 
     >>> import gpulab as gl
+    >>> from gpulab.costmodels.training_time import training_flops_per_token
     >>> tpu_v4 = gl.get_spec("TPU v4").peak("bf16")   # 275 TFLOP/s, from the registry
     >>> round(gl.mfu(238.3e3 * 6 * 540e9, 1.0, tpu_v4, n_gpus=6144), 3)   # 6·N only
     0.457
+    >>> palm = training_flops_per_token(540e9, layers=118, hidden=48 * 256, seq_len=2048,
+    ...                                 attention="palm")
+    >>> round(gl.mfu(238.3e3 * palm, 1.0, tpu_v4, n_gpus=6144), 3)
+    0.462
     >>> gl.mfu(6e12, 2.0, 1e12, n_gpus=4)
     0.75
     >>> gl.mfu(6e12, 0, 1e12)

@@ -190,12 +190,12 @@ def build_time_data() -> dict:
 
     ``cnn_activation_bytes``: ``"model|image side|precision"`` → activation bytes of one
     image, measured on a real forward pass
-    (:func:`gpulab.costmodels.chooser.cnn_activation_bytes_per_image`) for every CNN in
+    (:func:`gpulab.labkit.planning.cnn_activation_bytes_per_image`) for every CNN in
     :data:`gpulab.NAMED_MODELS` at its published image side and every training precision.
     """
-    from gpulab.costmodels.chooser import cnn_activation_bytes_per_image
     from gpulab.costmodels.published_models import NAMED_MODELS
     from gpulab.hardware.precision import TRAINING_PRECISIONS
+    from gpulab.labkit.planning import cnn_activation_bytes_per_image
 
     table = {}
     for model in NAMED_MODELS.values():
@@ -234,7 +234,7 @@ def _markdown_table(markdown: str) -> tuple[tuple[str, ...], ...]:
 
 
 def _chooser(model, precision, optimizer, batch_size, samples_per_epoch, utilisation, price):
-    from gpulab.costmodels.chooser import plan_training
+    from gpulab.costmodels.chooser import estimate_training_plan
     from gpulab.costmodels.published_models import get_model
 
     named = get_model(model)
@@ -246,7 +246,7 @@ def _chooser(model, precision, optimizer, batch_size, samples_per_epoch, utilisa
         if per_image is not None:
             activations = per_image * batch_size
             note = "\nActivations measured when the book was built (gl.activation_bytes)."
-    plan = plan_training(
+    plan = estimate_training_plan(
         model, precision=precision, optimizer=optimizer, batch_size=batch_size,
         samples_per_epoch=samples_per_epoch, utilisation=utilisation,
         price_per_hour=price or None, activations_bytes=activations,

@@ -29,6 +29,7 @@ from gpulab._checks import (
 )
 from gpulab._checks import text as check_text
 from gpulab.hardware.specs import DeviceSpec, list_specs
+from gpulab.palette import COLORS
 from gpulab.units import format_duration
 
 __all__ = [
@@ -42,7 +43,6 @@ __all__ = [
     "tidy_point_labels",
 ]
 
-COLORS = {"cpu": "#4C72B0", "gpu": "#55A868", "tpu": "#C44E52", "prediction": "#8172B2"}
 
 #: The course's matplotlib settings (:func:`use_course_style` applies them).
 COURSE_STYLE = {

@@ -146,10 +146,10 @@ price_per_hour
     >>> import gpulab as gl
     >>> box = gl.chooser_widget("BERT-base", batch_size=8)  # doctest: +SKIP
     """
-    from gpulab.costmodels.chooser import plan_training
     from gpulab.costmodels.memory import OPTIMIZERS
     from gpulab.costmodels.published_models import NAMED_MODELS
     from gpulab.hardware.precision import TRAINING_PRECISIONS
+    from gpulab.labkit.planning import plan_training
 
     first = plan_training(
         model, precision=precision, optimizer=optimizer, batch_size=batch_size,
