@@ -249,7 +249,9 @@ def test_unsupported_parts_of_cuda_are_named():
         out[0] = v
 
     first = gym.grade_kernel(shuffle, "reduce", quiet=True).first_problem
-    assert first.startswith("n = 1: cuda.shfl_down_sync is not supported by the course's simulator")
+    assert first.startswith("n = 1: cuda.shfl_down_sync is a warp shuffle or vote, which the "
+                            "course's simulator refuses because it runs a warp's lanes one "
+                            "after another")
 
 
 def test_a_missing_answer_and_a_wrong_signature_are_said_not_raised(capsys):

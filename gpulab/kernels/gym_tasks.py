@@ -23,6 +23,8 @@ from gpulab.kernels.simulator import WARP_SIZE, KernelCounts
 __all__ = [
     "TASKS",
     "UNWRITTEN_BITS",
+    "UNWRITTEN_BITS_64",
+    "unwritten",
     "Target",
     "Task",
     "attention_bytes",
@@ -156,10 +158,38 @@ def _shared_loads(counts: KernelCounts) -> int:
 #: What an output holds before the kernel runs: a NaN with its own bit pattern, so that an
 #: element no thread wrote can be told from a NaN the kernel computed (0/0, inf - inf).
 UNWRITTEN_BITS = 0x7FC0BEEF
+#: The same marker for float64 outputs.
+UNWRITTEN_BITS_64 = 0x7FF8_0000_BEEF_BEEF
+_MARKERS = {np.dtype(np.float32): (np.uint32, UNWRITTEN_BITS),
+            np.dtype(np.float64): (np.uint64, UNWRITTEN_BITS_64)}  # fmt: skip
 
 
-def _nan(*shape) -> np.ndarray:
-    return np.full(shape, UNWRITTEN_BITS, dtype=np.uint32).view(_F32)
+def _nan(*shape, dtype=_F32) -> np.ndarray:
+    """An output of ``shape`` that holds the marker of unwritten elements (zeros for a
+    dtype without one: integers)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _MARKERS:
+        return np.zeros(shape, dtype)
+    bits, marker = _MARKERS[dtype]
+    return np.full(shape, marker, dtype=bits).view(dtype)
+
+
+def unwritten(array: np.ndarray) -> np.ndarray:
+    """Where ``array`` still holds the marker of an output no thread wrote (all False for a
+    dtype without a marker).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpulab.kernels.gym_tasks import unwritten, _nan
+    >>> out = _nan(3, dtype=np.float64); out[1] = 2.0
+    >>> unwritten(out).tolist(), unwritten(np.full(2, np.nan, np.float32)).tolist()
+    ([True, False, True], [False, False])
+    """
+    marker = _MARKERS.get(array.dtype)
+    if marker is None:
+        return np.zeros(array.shape, dtype=bool)
+    return np.ascontiguousarray(array).view(marker[0]) == marker[1]
 
 
 def _random(rng, *shape, scale: float = 1.0) -> np.ndarray:
@@ -296,7 +326,7 @@ def _reduce_task() -> Task:
         targets=(
             Target(
                 "atomic adds",
-                lambda c, s: c.atomics,
+                lambda c, s: c.global_atomics,
                 blocks,
                 True,
                 "{value:.0f} atomic adds to one address where one per block ({goal:.0f}) would "
