@@ -247,8 +247,14 @@ class _Engine:
         self.step(frame)
         t = self.current
         other = self.hazards.access(
-            array._id, byte, block=t.block, epoch=self.epoch, thread=t.linear, write=write,
-            warp=t.warp, warp_epoch=self.warp_epochs.get(t.warp, 0),
+            array._id,
+            byte,
+            block=t.block,
+            epoch=self.epoch,
+            thread=t.linear,
+            write=write,
+            warp=t.warp,
+            warp_epoch=self.warp_epochs.get(t.warp, 0),
         )
         if other is None:
             return
@@ -776,8 +782,10 @@ class _Shared:
             # Named after the variable it is assigned to (``sA = cuda.shared.array(...)``).
             on_line = sum(1 for c, _ in engine.shared_sites if c == (frame.f_code, frame.f_lineno))
             names = _shared_names(frame)
-            name = names[on_line] if on_line < len(names) and names[on_line] else (
-                f"shared@{frame.f_lineno - frame.f_code.co_firstlineno + 1}"
+            name = (
+                names[on_line]
+                if on_line < len(names) and names[on_line]
+                else (f"shared@{frame.f_lineno - frame.f_code.co_firstlineno + 1}")
             )
             engine.shared_sites.append(((frame.f_code, frame.f_lineno), site))
             array = np.zeros(shape, _dtype(dtype, "cuda.shared.array"))
