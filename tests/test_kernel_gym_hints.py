@@ -5,7 +5,6 @@ reductions; and a custom task, float64 included, is graded without a traceback."
 # ruff: noqa: F821, N803, N806 - `cuda` comes from the simulator or Numba; CUDA's names
 
 import numba
-import numpy as np
 import pytest
 
 from gpulab.kernels import gym
@@ -105,8 +104,8 @@ def reduce_warp_with_syncwarp(x, out, n):  # the same, each step's read and writ
 
 CASES = [
     (matmul_uninitialised, "matmul",
-     "wrong result for M, N, K = 1, 1, 1: C[0, 0] is read before any thread writes it (an accumulation such as `C[...] += ...` into "
-     "an output that holds garbage on a GPU): sum into a local variable that starts at 0"),
+     "wrong result for M, N, K = 1, 1, 1: C[0, 0] is read before any thread writes it (an "
+     "accumulation such as `C[...] += ...` into an output that holds garbage on a GPU): sum into a local variable that starts at 0"),
     (copy_divided_by_zero, "copy", "a division by zero gave inf or nan; guard the divisor"),
     (copy_python_zero_division, "copy",
      "the kernel raised ZeroDivisionError at line 5 of copy_python_zero_division "

@@ -375,7 +375,8 @@ def test_eight_byte_words_are_counted_against_two_passes_per_warp_request(
     a, out = np.arange(32, dtype=dtype), np.zeros(32, dtype)
     c = simulate(kernel, 1, WARP_SIZE, a, out, strict=True)
     assert (out == a).all()
-    assert (c.shared_requests, c.shared_wavefronts, c.shared_ideal_wavefronts) == (2, passes, fewest)
+    counted = (c.shared_requests, c.shared_wavefronts, c.shared_ideal_wavefronts)
+    assert counted == (2, passes, fewest)
     assert c.bank_conflicts == passes - fewest
 
 
@@ -407,4 +408,5 @@ def test_the_record_says_which_thread_touched_which_element():
     c = simulate(shifted, 2, 4, a, out)
     rows = c.touches["a"]
     assert rows.tolist() == [[0, 0, 1, 0], [0, 1, 2, 0], [0, 2, 3, 0], [0, 3, 4, 0], [1, 0, 5, 0]]
-    assert c.touches["out"][:, 2].tolist() == [0, 1, 2, 3, 4] and (c.touches["out"][:, 3] == 1).all()
+    assert c.touches["out"][:, 2].tolist() == [0, 1, 2, 3, 4]
+    assert (c.touches["out"][:, 3] == 1).all()
