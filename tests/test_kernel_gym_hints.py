@@ -105,7 +105,8 @@ def reduce_warp_with_syncwarp(x, out, n):  # the same, each step's read and writ
 CASES = [
     (matmul_uninitialised, "matmul",
      "wrong result for M, N, K = 1, 1, 1: C[0, 0] is read before any thread writes it (an "
-     "accumulation such as `C[...] += ...` into an output that holds garbage on a GPU): sum into a local variable that starts at 0"),
+     "accumulation such as `C[...] += ...` into an output that holds garbage on a GPU): sum "
+     "into a local variable that starts at 0"),
     (copy_divided_by_zero, "copy", "a division by zero gave inf or nan; guard the divisor"),
     (copy_python_zero_division, "copy",
      "the kernel raised ZeroDivisionError at line 5 of copy_python_zero_division "
