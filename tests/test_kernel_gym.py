@@ -337,7 +337,10 @@ def gl_simulate(*args, **kwargs):
 @pytest.fixture
 def fake_numba_gpu(monkeypatch):
     """Numba "compiles" to the simulator, torch's "cuda" is the CPU, the device is named."""
-    launches = []
+    class Launches(list):
+        converted: list
+
+    launches = Launches()
 
     def compile_for_gpu(kernel):
         launches.append(_SimulatedLaunch(kernel))
@@ -347,6 +350,14 @@ def fake_numba_gpu(monkeypatch):
     monkeypatch.setattr(ck, "compile_for_gpu", compile_for_gpu)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "Fake GPU")
+    converted = []
+
+    def as_cuda_arrays(values):  # Numba's device arrays, standing in: the tensors themselves
+        converted.extend(v for v in values if isinstance(v, torch.Tensor))
+        return list(values)
+
+    monkeypatch.setattr(ck, "as_cuda_arrays", as_cuda_arrays)
+    launches.converted = converted
     return launches
 
 
@@ -358,6 +369,7 @@ def test_on_a_gpu_the_kernel_is_checked_and_timed_against_torch(fake_numba_gpu, 
     timing = gym.time_kernel_on_gpu(sol.copy_coalesced, "copy", device="cpu",
                                     min_run_time_s=0.01)  # fmt: skip
     assert fake_numba_gpu[0].launches >= 2  # the check, then the timed calls
+    assert len(fake_numba_gpu.converted) == 2  # src and dst, once: not inside the timed calls
     assert timing.device == "Fake GPU" and timing.shape == "n = 1000"
     assert timing.kernel_s > 0 and timing.torch_s > 0
     assert re.fullmatch(

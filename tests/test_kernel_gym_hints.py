@@ -140,3 +140,58 @@ def test_shared_atomics_are_not_counted_as_atomics_to_global_memory():
 def test_a_warp_reduction_with_syncwarp_is_right():
     report = gym.grade_kernel(reduce_warp_with_syncwarp, "reduce", quiet=True)
     assert report.correct, report.first_problem
+
+
+def _scale_rows(x, out, rows, cols):  # float64 in, float64 out
+    r, c = cuda.grid(2)
+    if r < rows and c < cols:
+        out[r, c] = x[r, c] * (r + 1)
+
+
+def _scale_rows_off_by_one(x, out, rows, cols):
+    r, c = cuda.grid(2)
+    if r < rows and c < cols:
+        out[r, c] = x[r, c] * r
+
+
+def test_a_custom_task_with_float64_is_graded_without_a_traceback():
+    import numpy as np
+
+    from gpulab.kernels.gym_tasks import custom_task
+
+    task = custom_task(
+        "scale_rows", lambda x, rows, cols: x * np.arange(1, rows + 1)[:, None],
+        args=("x", "out", "rows", "cols"), arrays={"x": ("rows", "cols"), "out": ("rows", "cols")},
+        outputs=("out",), sizes=[{"rows": 1, "cols": 1}, {"rows": 5, "cols": 37}],
+        launch=lambda rows, cols: ((-(-rows // 4), -(-cols // 8)), (4, 8)),
+        dtypes={"x": np.float64, "out": np.float64}, rtol=1e-12, atol=0.0,
+    )  # fmt: skip
+    report = gym.grade_kernel(_scale_rows, task, quiet=True)
+    assert report.passed and report.targets == ()
+    assert str(report).splitlines() == [
+        "Kernel gym: _scale_rows on task 'scale_rows'", "  right  rows = 1, cols = 1",
+        "  right  rows = 5, cols = 37", "Passed: right on every shape, every target met."]
+    wrong = gym.grade_kernel(_scale_rows_off_by_one, task, quiet=True).first_problem
+    assert wrong.startswith("wrong result for rows = 1, cols = 1: 1 of 1 elements of out are "
+                            "wrong, the first out[0, 0] (0, expected ")  # fmt: skip
+    short = gym.grade_kernel(lambda x, out, rows, cols: None, task, quiet=True).first_problem
+    assert "1 were never written, the first out[0, 0]" in short
+    assert gym.time_on_gpu_line(_scale_rows, task).startswith("GPU timing: not measured (a task")
+
+
+@pytest.mark.parametrize("change, error, match", [
+    (dict(args=("x", "y")), ValueError, "args: 'y' is neither an array"),
+    (dict(outputs=("z",)), ValueError, "outputs: 'z' must be an array argument"),
+    (dict(sizes=[{"n": 0}]), ValueError, r"sizes\['n'\]"),
+    (dict(sizes={"n": 3}), TypeError, "sizes="),
+    (dict(reference=3), TypeError, "reference=3"),
+    (dict(dtypes={"q": "float64"}), ValueError, "dtypes: 'q' is not an array"),
+])  # fmt: skip
+def test_a_custom_task_names_what_does_not_fit(change, error, match):
+    from gpulab.kernels.gym_tasks import custom_task
+
+    spec = dict(reference=lambda x, n: x, args=("x", "out", "n"),
+                arrays={"x": ("n",), "out": ("n",)}, outputs=("out",), sizes=[{"n": 4}],
+                launch=lambda n: (1, 32))  # fmt: skip
+    with pytest.raises(error, match=match):
+        custom_task("t", **{**spec, **change})

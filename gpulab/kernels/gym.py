@@ -326,7 +326,8 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
         A launch that runs longer than ``GRADE_TIME_LIMIT_S`` seconds is stopped and
         reported as endless, and the shapes after it are not run.
     task : str or Task
-        The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``.
+        The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``, or a task of one's own
+        (:func:`gpulab.kernels.gym_tasks.custom_task` makes one from a reference function).
     time_on_gpu : bool
         Also compile the kernel with Numba and time it against torch where a CUDA GPU is
         available (a measurement); elsewhere the report says it was not timed.
@@ -436,6 +437,8 @@ def time_on_gpu_line(kernel, task) -> str:
     from gpulab.kernels import cuda_kernels as ck
 
     task = get_task(task)
+    if task.torch_op is None:
+        return "GPU timing: not measured (a task of one's own has no torch operation to time)"
     if not ck.numba_cuda_available():
         return f"GPU timing: not measured here ({ck.numba_cuda_missing_reason()})"
     return time_kernel_on_gpu(kernel, task).line
@@ -498,11 +501,14 @@ def time_kernel_on_gpu(
                for k, v in host.items()}  # fmt: skip
     grid, block = task.launch(shape)
     out = tensors[task.outputs[0]]
+    # converted once here, not by every launch inside the timed calls (tens of us each)
+    launch_args = ck.as_cuda_arrays([tensors[a] for a in task.args])
+    launch = compiled[grid, block]
 
     def run():
         if task.name == "reduce":
             out.zero_()
-        compiled[grid, block](*[tensors[a] for a in task.args])
+        launch(*launch_args)
 
     run()
     torch.cuda.synchronize()
