@@ -101,6 +101,8 @@ class GradeReport:
         The GPU timing, labelled as a measurement ('' when not timed).
     blocks : int
         Blocks in the launch of the count shape (for counts per block).
+    block : tuple of int
+        Threads per block of that launch, ``(x, y, z)`` (for the thread of a count).
     """
 
     task: str
@@ -111,6 +113,7 @@ class GradeReport:
     gpu: str = ""
     lines: tuple[str, ...] = field(default=(), repr=False)
     blocks: int = 0
+    block: tuple[int, ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -395,8 +398,10 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
             lines.append(f"  {'met   ' if t.met else 'MISSED'} {t.name}: "
                          f"{_fmt(t.value, t.percent)} (target {sign} "
                          f"{_fmt(t.goal, t.percent)})")  # fmt: skip
-    grid = task.launch(task.count_shape)[0]
+    grid, block = task.launch(task.count_shape)
     blocks = grid if isinstance(grid, int) else int(np.prod(grid))
+    block = tuple(block) if isinstance(block, tuple) else (block,)
+    block = (*block, 1, 1)[:3]
     if targets and counts.barriers:
         per_block = counts.barriers // blocks
         lines.append(
@@ -413,7 +418,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     )
     lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
     report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
-                         counts, gpu, tuple(lines), blocks)  # fmt: skip
+                         counts, gpu, tuple(lines), blocks, block)  # fmt: skip
     if not quiet:
         print(report)
     return report

@@ -25,6 +25,7 @@ __all__ = [
     "UNWRITTEN_BITS",
     "UNWRITTEN_BITS_64",
     "unwritten",
+    "unwritten_like",
     "Target",
     "Task",
     "attention_bytes",
@@ -176,6 +177,19 @@ def _nan(*shape, dtype=_F32) -> np.ndarray:
     return np.full(shape, marker, dtype=bits).view(dtype)
 
 
+def unwritten_like(*shape, dtype=_F32) -> np.ndarray:
+    """An output of ``shape`` filled with the marker of unwritten elements (as the tasks
+    make theirs).
+
+    Examples
+    --------
+    >>> from gpulab.kernels.gym_tasks import unwritten, unwritten_like
+    >>> unwritten(unwritten_like(2)).tolist()
+    [True, True]
+    """
+    return _nan(*shape, dtype=dtype)
+
+
 def unwritten(array: np.ndarray) -> np.ndarray:
     """Where ``array`` still holds the marker of an output no thread wrote (all False for a
     dtype without a marker).
@@ -183,8 +197,8 @@ def unwritten(array: np.ndarray) -> np.ndarray:
     Examples
     --------
     >>> import numpy as np
-    >>> from gpulab.kernels.gym_tasks import unwritten, _nan
-    >>> out = _nan(3, dtype=np.float64); out[1] = 2.0
+    >>> from gpulab.kernels.gym_tasks import unwritten, unwritten_like
+    >>> out = unwritten_like(3, dtype=np.float64); out[1] = 2.0
     >>> unwritten(out).tolist(), unwritten(np.full(2, np.nan, np.float32)).tolist()
     ([True, False, True], [False, False])
     """
