@@ -191,7 +191,7 @@ def draw_touches(report, *, title: str = ""):
     Raises
     ------
     TypeError
-        ``report`` is not a grade report.
+        ``report`` is not a grade report, or ``title`` not a str.
     ValueError
         The report has no record: the kernel was not graded to the end.
     """
@@ -199,6 +199,8 @@ def draw_touches(report, *, title: str = ""):
 
     if not isinstance(report, GradeReport):
         raise wrong_type("report", report, "a GradeReport from gym.grade_kernel")
+    if not isinstance(title, str):
+        raise wrong_type("title", title, "a str ('' for the default title)")
     if report.counts is None or not report.counts.touches:
         raise ValueError(
             f"report: {report.kernel or 'no kernel'} on task {report.task!r} has no record of "
