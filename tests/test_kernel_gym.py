@@ -245,13 +245,12 @@ def test_a_float_index_is_reported_as_one():
 
 def test_unsupported_parts_of_cuda_are_named():
     def shuffle(x, out, n):
-        v = cuda.shfl_down_sync(0xFFFFFFFF, x[cuda.grid(1)], 1)  # noqa: F821
+        v = cuda.shfl_down_sync(cuda.activemask(), x[cuda.grid(1)], 1)  # noqa: F821
         out[0] = v
 
     first = gym.grade_kernel(shuffle, "reduce", quiet=True).first_problem
-    assert first.startswith("n = 1: cuda.shfl_down_sync is a warp shuffle or vote, which the "
-                            "course's simulator refuses because it runs a warp's lanes one "
-                            "after another")
+    assert first.startswith("n = 1: cuda.activemask is refused by the course's simulator "
+                            "because its value depends on which lanes a divergent branch")
 
 
 def test_a_missing_answer_and_a_wrong_signature_are_said_not_raised(capsys):

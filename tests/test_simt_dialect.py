@@ -1,7 +1,7 @@
 """The Numba CUDA dialect a learner copies from Numba's documentation runs in the simulator
 with the right results and counts: Numba's scalar types, local arrays, one shared array per
 call, device functions, kernels built by a factory that receives ``cuda``, and
-``cuda.syncwarp()`` with warp semantics; shuffles and votes are refused in one sentence."""
+``cuda.syncwarp()``, shuffles and votes with warp semantics."""
 
 # ruff: noqa: F821, N803, N806 - `cuda` comes from the simulator or Numba; CUDA's names
 
@@ -330,16 +330,125 @@ def test_a_partial_syncwarp_mask_is_refused():
         simulate(partial, 1, 32, np.zeros(32))
 
 
-@pytest.mark.parametrize("call", ["shfl_down_sync", "shfl_xor_sync", "ballot_sync", "any_sync"])
-def test_shuffles_and_votes_are_refused_in_one_sentence_naming_them(call):
+def _warp_sum_shfl_down(a, out):
+    i = cuda.threadIdx.x
+    v = a[i]
+    step = 16
+    while step > 0:
+        v += cuda.shfl_down_sync(0xFFFFFFFF, v, step)
+        step //= 2
+    if cuda.laneid == 0:
+        out[i // 32] = v
+
+
+def _butterfly_and_scan(a, total, prefix):
+    i = cuda.threadIdx.x
+    v = a[i]
+    t = v
+    for m in (16, 8, 4, 2, 1):
+        t += cuda.shfl_xor_sync(0xFFFFFFFF, t, m)  # every lane ends with the warp's total
+    total[i] = t
+    step = 1
+    while step < 32:
+        up = cuda.shfl_up_sync(0xFFFFFFFF, v, step)  # lanes below `step` get their own back
+        if cuda.laneid >= step:
+            v += up
+        step *= 2
+    prefix[i] = v
+
+
+@pytest.mark.parametrize("threads", [False, True], ids=["greenlets", "os-threads"])
+def test_shuffles_exchange_values_in_lockstep(monkeypatch, threads):
+    if threads:
+        monkeypatch.setitem(sys.modules, "greenlet", None)
+    a, out = np.arange(64, dtype=np.float32), np.zeros(2, np.float32)
+    c = simulate(_warp_sum_shfl_down, 1, 64, a, out, strict=True)
+    assert out.tolist() == [a[:32].sum(), a[32:].sum()]
+    assert (c.global_loads, c.global_stores, c.shared_requests) == (64, 2, 0)  # no memory
+    a = RNG.integers(0, 9, 32).astype(np.float32)
+    total, prefix = np.zeros(32, np.float32), np.zeros(32, np.float32)
+    simulate(_butterfly_and_scan, 1, 32, a, total, prefix, strict=True)
+    assert (total == a.sum()).all() and (prefix == np.cumsum(a)).all()
+
+
+def test_votes_see_every_lane_of_the_warp():
+    def votes(a, out):
+        i = cuda.threadIdx.x
+        odd = a[i] % 2 == 1
+        out[i, 0] = cuda.ballot_sync(0xFFFFFFFF, odd)
+        out[i, 1] = cuda.any_sync(0xFFFFFFFF, a[i] > 30)
+        out[i, 2] = cuda.all_sync(0xFFFFFFFF, a[i] >= 0)
+        out[i, 3] = cuda.eq_sync(0xFFFFFFFF, odd)
+        out[i, 4] = cuda.match_any_sync(0xFFFFFFFF, a[i] % 4)
+        out[i, 5] = cuda.lanemask_lt()
+
+    a, out = np.arange(32, dtype=np.int64), np.zeros((32, 6), np.int64)
+    simulate(votes, 1, 32, a, out, strict=True)
+    assert (out[:, 0] == 0xAAAAAAAA).all() and (out[:, 1] == 1).all() and (out[:, 2] == 1).all()
+    assert (out[:, 3] == 0).all()
+    assert out[5, 4] == sum(1 << k for k in range(32) if k % 4 == 1)
+    assert out[:, 5].tolist() == [(1 << k) - 1 for k in range(32)]
+
+
+def test_a_shuffle_does_not_order_memory():
+    def exchange_through_shared(a, out):
+        s = cuda.shared.array(32, numba.float32)
+        i = cuda.threadIdx.x
+        s[i] = a[i]
+        cuda.shfl_sync(0xFFFFFFFF, 0, 0)  # the lanes meet, but a shuffle is no memory fence
+        out[i] = s[(i + 1) % 32]
+
+    with pytest.raises(faults.RaceError, match=r"race on s\[1\]: thread 0 of block 0 reads"):
+        simulate(exchange_through_shared, 1, 32, np.ones(32, np.float32),
+                 np.zeros(32, np.float32), strict=True)  # fmt: skip
+
+
+def test_a_shuffle_from_a_lane_that_left_is_named():
+    def early_exit(a, out, n):
+        i = cuda.threadIdx.x
+        if i >= n:
+            return
+        out[i] = cuda.shfl_down_sync(0xFFFFFFFF, a[i], 1)
+
+    a, out = np.arange(32.0), np.zeros(32)
+    with pytest.raises(faults.BarrierError, match=r"cuda.shfl_down_sync at line 5 of early_exit "
+                       r".*: lane 19 of warp 0 reads the value of lane 20, which did not take "
+                       r"part \(its thread returned"):  # fmt: skip
+        simulate(early_exit, 1, 32, a, out, 20, strict=True)
+    simulate(early_exit, 1, 32, a, out, 32, strict=True)
+    assert out.tolist() == [*a[1:], a[31]]  # lane 31 keeps its own value
+
+
+def test_a_warp_split_between_a_shuffle_and_syncwarp_and_a_partial_mask_are_refused():
+    def split(a):
+        i = cuda.threadIdx.x
+        if i < 16:
+            a[i] = cuda.shfl_sync(0xFFFFFFFF, i, 0)
+        else:
+            cuda.syncwarp()
+
+    with pytest.raises(faults.BarrierError, match=r"deadlock in warp 0: thread 0 of block 0 waits "
+                       r"at cuda.shfl_sync at line 4 of split"):  # fmt: skip
+        simulate(split, 1, 32, np.zeros(32), strict=True)
+
+    def partial(a):
+        a[0] = cuda.shfl_sync(0xFFFF, 1, 0)
+
+    with pytest.raises(faults.UnsupportedError, match=r"cuda.shfl_sync\(65535, ...\) at line 2 "
+                       r"of partial.*: the simulator models warp shuffles and votes of the "
+                       r"whole warp only"):  # fmt: skip
+        simulate(partial, 1, 32, np.zeros(32))
+
+
+def test_activemask_is_refused_in_one_sentence_naming_it():
     def kernel(a):
-        a[0] = getattr(cuda, call)(0xFFFFFFFF, a[0], 1)
+        a[0] = cuda.activemask()
 
     with pytest.raises(faults.UnsupportedError) as err:
         simulate(kernel, 1, 32, np.zeros(32))
     said = str(err.value)
-    assert said.startswith(f"cuda.{call} is a warp shuffle or vote, which the course's simulator")
-    assert said.count(". ") == 0 and said.endswith("or run the kernel on a GPU.")
+    assert said.startswith("cuda.activemask is refused by the course's simulator")
+    assert said.count(". ") == 0 and said.endswith("reach the shuffle or vote.")
 
 
 # --------------------------------------------------------------------------- 8-byte banks

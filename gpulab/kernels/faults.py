@@ -12,7 +12,7 @@ uses) it therefore watches what a GPU could not promise:
   end; CUDA C reads whatever lies before the array);
 * a **barrier not reached by every thread** of a block (on a GPU the block hangs or
   computes garbage), or threads waiting at different barriers;
-* a part of CUDA the simulator does not model (warp shuffles, for example);
+* a part of CUDA the simulator does not model (``cuda.activemask``, for example);
 * an index that is not an integer (``dst[i / 2]``: ``/`` gives a float in Python);
 * a kernel that seems never to end (more memory accesses and barrier waits than a limit, or
   longer than a wall-clock limit for one launch).

@@ -300,6 +300,8 @@ class _Engine:
             self.shared_sites = []
             self.epoch = 0
             self.warp_epochs = {}
+            self.exchange_gens: dict[int, int] = {}  # shuffles and votes each warp has passed
+            self.exchanges: dict = {}  # (warp, exchange) -> {lane: value}
             if barriers:
                 self._run_with_barriers(threads, body)
             else:
@@ -326,8 +328,8 @@ class _Engine:
                     site = resume(t)
                     if site is None:
                         returned.append((t, None))
-                    elif isinstance(site, tuple):  # ("warp", site) from cuda.syncwarp()
-                        at_warp[t.linear] = (t, site[1])
+                    elif isinstance(site, tuple):  # ("warp", site, what): syncwarp, a shuffle
+                        at_warp[t.linear] = (t, site[1], site[2])
                     else:
                         at_block[t.linear] = (t, site)
                 ready = self._release_warps(threads, at_warp, at_block)
@@ -347,30 +349,45 @@ class _Engine:
             stop()
 
     def _release_warps(self, threads, at_warp: dict, at_block: dict) -> list[_Thread]:
-        """The lanes that a cuda.syncwarp() lets go on: those of every warp whose lanes all
-        wait at one (lanes that returned do not hold a warp back)."""
+        """The lanes that a cuda.syncwarp(), a shuffle or a vote lets go on: those of every
+        warp whose lanes all wait at one kind of them (lanes that returned do not hold a warp
+        back). A cuda.syncwarp() orders the lanes' memory accesses; a shuffle or a vote
+        exchanges values only."""
         if not at_warp:
             return []
         ready = []
-        for warp in sorted({t.warp for t, _ in at_warp.values()}):
+        for warp in sorted({t.warp for t, *_ in at_warp.values()}):
             lanes = [t for t in threads if t.warp == warp]
+            waiting = [at_warp[t.linear] for t in lanes if t.linear in at_warp]
             if any(t.linear in at_block for t in lanes):
-                waiting = next(at_warp[t.linear] for t in lanes if t.linear in at_warp)
                 other = next(at_block[t.linear] for t in lanes if t.linear in at_block)
                 raise BarrierError(
                     f"deadlock in warp {warp} of block "
-                    f"{waiting[0].describe().split(' of block ')[1]}: {waiting[0].describe()} "
-                    f"waits at cuda.syncwarp() at {waiting[1]}, while {other[0].describe()} of "
-                    f"the same warp waits at cuda.syncthreads() at {other[1]}; on a GPU the "
-                    "block hangs. Every lane of a warp must reach the same kind of barrier: "
-                    "take cuda.syncthreads() out of the `if` that only some lanes enter."
+                    f"{waiting[0][0].describe().split(' of block ')[1]}: "
+                    f"{waiting[0][0].describe()} waits at {waiting[0][2]} at {waiting[0][1]}, "
+                    f"while {other[0].describe()} of the same warp waits at "
+                    f"cuda.syncthreads() at {other[1]}; on a GPU the block hangs. Every lane of "
+                    "a warp must reach the same kind of barrier: take cuda.syncthreads() out of "
+                    "the `if` that only some lanes enter."
                 )
-            live = [t for t in lanes if t.linear in at_warp]
-            if all(t.linear in at_warp or t.linear not in at_block for t in lanes):
-                for t in live:
-                    del at_warp[t.linear]
-                ready.extend(live)
+            kinds = sorted({what for *_, what in waiting})
+            if len(kinds) > 1:
+                first: dict = {}
+                for t, site, what in waiting:
+                    first.setdefault(what, (t, site))
+                a, b = (first[k] for k in kinds[:2])
+                raise BarrierError(
+                    f"deadlock in warp {warp}: {a[0].describe()} waits at {kinds[0]} at {a[1]}, "
+                    f"while {b[0].describe()} waits at {kinds[1]} at {b[1]}; the lanes of a "
+                    "warp must reach the same warp operations in the same order."
+                )
+            for t, *_ in waiting:
+                del at_warp[t.linear]
+                ready.append(t)
+            if kinds == ["cuda.syncwarp()"]:
                 self.warp_epochs[warp] = self.warp_epochs.get(warp, 0) + 1
+            else:
+                self.exchange_gens[warp] = self.exchange_gens.get(warp, 0) + 1
         return sorted(ready, key=lambda t: t.linear)
 
     def syncthreads(self, site: str, frame) -> None:
@@ -389,8 +406,22 @@ class _Engine:
         if self._wait is None:
             raise RuntimeError("cuda.syncwarp() outside a block run with barriers")
         me = self.current
-        self._wait(("warp", site))
+        self._wait(("warp", site, "cuda.syncwarp()"))
         self.current = me
+
+    def exchange(self, what: str, value, frame) -> dict:
+        """A shuffle or a vote: this lane leaves ``value`` and waits for the other lanes of
+        its warp; returns every taking part lane's value, by lane."""
+        if self.strict:
+            self.step(frame)
+        if self._wait is None:
+            raise RuntimeError(f"{what} outside a block run with barriers")
+        me = self.current
+        key = (me.warp, self.exchange_gens.get(me.warp, 0))
+        self.exchanges.setdefault(key, {})[me.lane] = value
+        self._wait(("warp", _site(frame), what))
+        self.current = me
+        return self.exchanges[key]
 
 
 def _index_text(idx) -> str:
@@ -800,30 +831,28 @@ class _Local:
         return np.zeros(shape, _dtype(dtype, "cuda.local.array"))
 
 
-#: Warp shuffles and votes: lanes exchange registers in lockstep, which the simulator, running
-#: a warp's lanes one after another, does not model.
+#: Warp shuffles and votes: the lanes of a warp meet and exchange values, in lockstep.
 WARP_EXCHANGES = frozenset({
     "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync",
-    "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync", "activemask",
-    "lanemask_lt",
+    "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync",
 })  # fmt: skip
+_FULL_MASK = 0xFFFFFFFF
 
 
 def _unsupported(what: str) -> UnsupportedError:
-    if what.removeprefix("cuda.") in WARP_EXCHANGES:
+    if what == "cuda.activemask":
         return UnsupportedError(
-            f"{what} is a warp shuffle or vote, which the course's simulator refuses because "
-            "it runs a warp's lanes one after another and cannot give them the lockstep "
-            "exchange: pass the values through shared memory with cuda.syncwarp() between "
-            "the write and the read, or run the kernel on a GPU."
+            "cuda.activemask is refused by the course's simulator because its value depends "
+            "on which lanes a divergent branch leaves active at that instant, which a "
+            "simulator running a warp's lanes one after another cannot know: pass the full "
+            "mask, 0xffffffff, and let every lane of the warp reach the shuffle or vote."
         )
     return UnsupportedError(
         f"{what} is not supported by the course's simulator; it models cuda.grid, "
         "cuda.gridsize, threadIdx, blockIdx, blockDim, gridDim, laneid, warpsize, "
-        "cuda.shared.array, cuda.local.array, cuda.syncthreads, cuda.syncwarp, "
-        "@cuda.jit(device=True) functions and cuda.atomic.add, .max and .min. Write the step "
-        "with these (shared memory and a barrier instead of a warp shuffle), or run it on a "
-        "GPU."
+        "cuda.shared.array, cuda.local.array, cuda.syncthreads, cuda.syncwarp, the warp "
+        "shuffles and votes of the whole warp, @cuda.jit(device=True) functions and "
+        "cuda.atomic.add, .max and .min. Write the step with these, or run it on a GPU."
     )
 
 
@@ -899,6 +928,91 @@ class _SimCuda:
     def syncthreads(self) -> None:
         frame = sys._getframe(1)
         self._engine.syncthreads(_site(frame), frame)
+
+    # Shuffles and votes: every lane of the warp that has not returned meets the others at
+    # the call, leaves its value and reads the lane it asks for (lockstep semantics).
+    def _exchange(self, name: str, mask, value) -> tuple[dict, int, object]:
+        frame = sys._getframe(2)
+        if mask != _FULL_MASK:
+            raise UnsupportedError(
+                f"cuda.{name}({mask!r}, ...) at {_site(frame)}: the simulator models warp "
+                "shuffles and votes of the whole warp only (mask 0xffffffff)"
+            )
+        values = self._engine.exchange(f"cuda.{name}", value, frame)
+        return values, self._engine.current.lane, frame
+
+    def _read_lane(self, name: str, values: dict, lane: int, src: int, frame):
+        if src not in values:
+            raise BarrierError(
+                f"cuda.{name} at {_site(frame)}: lane {lane} of warp "
+                f"{self._engine.current.warp} reads the value of lane {src}, which did not "
+                "take part (its thread returned, or the block has no such thread); on a GPU "
+                "the value is undefined. Let every lane of the warp reach the shuffle."
+            )
+        return values[src]
+
+    def shfl_sync(self, mask, value, src_lane):
+        """The value of lane ``src_lane`` (mod 32)."""
+        values, lane, frame = self._exchange("shfl_sync", mask, value)
+        return self._read_lane("shfl_sync", values, lane, int(src_lane) % WARP_SIZE, frame)
+
+    def shfl_up_sync(self, mask, value, delta):
+        """The value of lane ``lane - delta``; lanes below ``delta`` keep their own."""
+        values, lane, frame = self._exchange("shfl_up_sync", mask, value)
+        src = lane - int(delta)
+        return value if src < 0 else self._read_lane("shfl_up_sync", values, lane, src, frame)
+
+    def shfl_down_sync(self, mask, value, delta):
+        """The value of lane ``lane + delta``; lanes past 31 - ``delta`` keep their own."""
+        values, lane, frame = self._exchange("shfl_down_sync", mask, value)
+        src = lane + int(delta)
+        if src >= WARP_SIZE:
+            return value
+        return self._read_lane("shfl_down_sync", values, lane, src, frame)
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        """The value of lane ``lane ^ lane_mask`` (a butterfly)."""
+        values, lane, frame = self._exchange("shfl_xor_sync", mask, value)
+        src = lane ^ int(lane_mask)
+        if src >= WARP_SIZE:
+            return value
+        return self._read_lane("shfl_xor_sync", values, lane, src, frame)
+
+    def all_sync(self, mask, predicate) -> bool:
+        """Whether the predicate holds on every lane that takes part."""
+        values, _, _ = self._exchange("all_sync", mask, bool(predicate))
+        return all(values.values())
+
+    def any_sync(self, mask, predicate) -> bool:
+        """Whether the predicate holds on any lane that takes part."""
+        values, _, _ = self._exchange("any_sync", mask, bool(predicate))
+        return any(values.values())
+
+    def eq_sync(self, mask, predicate) -> bool:
+        """Whether the predicate is the same on every lane that takes part."""
+        values, _, _ = self._exchange("eq_sync", mask, bool(predicate))
+        return len(set(values.values())) == 1
+
+    def ballot_sync(self, mask, predicate) -> int:
+        """A 32-bit mask with bit ``i`` set where the predicate holds on lane ``i``."""
+        values, _, _ = self._exchange("ballot_sync", mask, bool(predicate))
+        return sum(1 << lane for lane, p in values.items() if p)
+
+    def match_any_sync(self, mask, value) -> int:
+        """A mask of the lanes whose ``value`` equals this lane's."""
+        values, lane, _ = self._exchange("match_any_sync", mask, value)
+        return sum(1 << other for other, v in values.items() if v == values[lane])
+
+    def match_all_sync(self, mask, value) -> tuple[int, bool]:
+        """``(mask of the lanes, True)`` where every lane's ``value`` is equal, else
+        ``(0, False)``."""
+        values, _, _ = self._exchange("match_all_sync", mask, value)
+        same = len(set(values.values())) == 1
+        return (sum(1 << lane for lane in values) if same else 0), same
+
+    def lanemask_lt(self) -> int:
+        """A mask of the lanes below this one."""
+        return (1 << self._engine.current.lane) - 1
 
     def syncwarp(self, mask: int = 0xFFFFFFFF) -> None:
         """The lanes of the warp meet (all of them: a partial ``mask`` is refused)."""
@@ -1238,7 +1352,7 @@ def _names(kernel: Callable) -> list[str]:
 
 
 def _uses_barrier(code: types.CodeType) -> bool:
-    if {"syncthreads", "syncwarp"} & set(code.co_names):
+    if {"syncthreads", "syncwarp", *WARP_EXCHANGES} & set(code.co_names):
         return True
     return any(isinstance(c, types.CodeType) and _uses_barrier(c) for c in code.co_consts)
 
@@ -1429,7 +1543,8 @@ def simulate(
     gpulab.kernels.faults.RaceError
         Where ``strict``: two threads race on an element.
     gpulab.kernels.faults.UnsupportedError
-        A part of Numba's CUDA language the simulator does not model (a warp shuffle).
+        A part of Numba's CUDA language the simulator does not model (``cuda.activemask``,
+        a shuffle with a partial mask).
 
     Examples
     --------
