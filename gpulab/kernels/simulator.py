@@ -672,14 +672,14 @@ class _TracedArray:
         """The error for an index outside the array (negative ones too), or None."""
         parts = idx if isinstance(idx, tuple) else (idx,)
         name = self._engine.arrays[self._id][0]
-        if any(isinstance(i, (float, np.floating)) for i in parts):
+        if any(type(i) is not int and isinstance(i, (float, np.floating)) for i in parts):
             return IndexTypeError(
                 f"{name}{_index_text(idx)}: an index must be an integer; "
                 f"{self._engine.current.describe()} {'writes' if write else 'reads'} it at "
                 f"{_site(frame)}: `/` gives a float in Python even for two integers, so "
                 "divide with `//` (or convert with int())"
             )
-        if not all(isinstance(i, Integral) for i in parts):
+        if not all(type(i) is int or isinstance(i, Integral) for i in parts):
             return None  # a slice: NumPy's own error says more
         bad = len(parts) != self.ndim or any(
             not 0 <= int(i) < n for i, n in zip(parts, self.shape, strict=False)
