@@ -11,8 +11,9 @@ Two ways in, one simulator underneath:
 * :func:`launch` runs ``kernel(ctx, *args)``, where ``ctx`` (a :class:`ThreadContext`)
   holds CUDA's built-in variables: the first kernels of the chapter "What a GPU is".
 * :func:`simulate` runs a kernel written in **Numba's CUDA kernel language** (``cuda.grid``,
-  ``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``), the same function that
-  ``numba.cuda.jit`` compiles for a GPU. It records every global and shared-memory access,
+  ``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``, ``cuda.syncwarp``, warp
+  shuffles and votes, device functions), the same function that ``numba.cuda.jit``
+  compiles for a GPU. It records every global and shared-memory access,
   groups them into warp-wide requests and counts them: 32-byte sectors requested against
   the fewest that could serve the same bytes, 128-byte lines, shared-memory bank conflicts
   and the fraction of a warp's lanes that were active. These are **counts, not times**.
@@ -1502,7 +1503,11 @@ def simulate(
     kernel : function
         A kernel in Numba's CUDA kernel language, as a plain Python function (the function
         ``numba.cuda.jit`` would compile), or the dispatcher ``numba.cuda.jit`` returned.
-        It refers to ``cuda`` (and may refer to ``float32``) as globals.
+        It refers to ``cuda`` (and may refer to ``float32``) as globals, or receives
+        ``cuda`` from a factory (``def make(cuda): def call(...): ...; return call``: pass
+        ``make`` or ``make(cuda)``). The ``@cuda.jit(device=True)`` functions and helpers it
+        calls run in the simulator too; ``cuda.syncwarp()``, shuffles and votes meet the
+        lanes of a warp.
     grid, block : int or tuple of int
         Blocks in the grid and threads per block (at most 1024 threads per block, and
         ``MAX_SIMULATED_THREADS``, 2**20, in all).
