@@ -169,6 +169,16 @@ def _copy_kernel(src, dst):
     dst[cuda.grid(1)] = src[cuda.grid(1)]  # noqa: F821 - the simulator supplies ``cuda``
 
 
+def _triple_kernel(a, out):  # the kernel warm-up's first step
+    out[cuda.threadIdx.x] = 3 * a[cuda.threadIdx.x]  # noqa: F821 - the simulator's ``cuda``
+
+
+def _warmup_report():
+    from gpulab.kernels import gym, gym_warmup
+
+    return gym.grade_kernel(_triple_kernel, gym_warmup.TASKS["map"], quiet=True)
+
+
 def _copy_args():
     return _np.arange(32, dtype=_np.float32), _np.zeros(32, dtype=_np.float32)
 
@@ -291,6 +301,7 @@ BASELINES = {
     "MemoryLevel": lambda: _fields(gl.hardware.memory_ladder.memory_ladder("H100 SXM")[3]),
     "draw_launch_mapping": lambda: ((100, 32), dict(spec="T4")),
     "draw_tiling": lambda: ((8, 2), dict(block=(1, 2))),
+    "draw_touches": lambda: ((_warmup_report(),), {}),
     "dispatch_log": lambda: ((lambda: (torch.ones(3, requires_grad=True) * 2.0).sum(),), {}),
     "draw_dispatch": lambda: (
         (lambda: (torch.ones(3, requires_grad=True) * 2.0).sum(),),
@@ -961,6 +972,7 @@ KINDS: dict[str, dict] = {
     "memory_ladder": {"spec": "spec"},
     "draw_launch_mapping": {"n": "count", "block": "count", "spec": "spec"},
     "draw_tiling": {"n": "count", "tile": "count", "block": [(4, 0), (1,), "x", (True, 0)]},
+    "draw_touches": {"report": [3, "report"]},
     "dispatch_log": {"forward": [42, "x", lambda: 3.0]},
     "draw_dispatch": {"forward": [42, "x", lambda: 3.0], "title": "text"},
     "draw_fusion": {

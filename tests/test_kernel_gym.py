@@ -245,11 +245,12 @@ def test_a_float_index_is_reported_as_one():
 
 def test_unsupported_parts_of_cuda_are_named():
     def shuffle(x, out, n):
-        v = cuda.shfl_down_sync(0xFFFFFFFF, x[cuda.grid(1)], 1)  # noqa: F821
+        v = cuda.shfl_down_sync(cuda.activemask(), x[cuda.grid(1)], 1)  # noqa: F821
         out[0] = v
 
     first = gym.grade_kernel(shuffle, "reduce", quiet=True).first_problem
-    assert first.startswith("n = 1: cuda.shfl_down_sync is not supported by the course's simulator")
+    assert first.startswith("n = 1: cuda.activemask is refused by the course's simulator "
+                            "because its value depends on which lanes a divergent branch")
 
 
 def test_a_missing_answer_and_a_wrong_signature_are_said_not_raised(capsys):
@@ -335,7 +336,10 @@ def gl_simulate(*args, **kwargs):
 @pytest.fixture
 def fake_numba_gpu(monkeypatch):
     """Numba "compiles" to the simulator, torch's "cuda" is the CPU, the device is named."""
-    launches = []
+    class Launches(list):
+        converted: list
+
+    launches = Launches()
 
     def compile_for_gpu(kernel):
         launches.append(_SimulatedLaunch(kernel))
@@ -345,6 +349,14 @@ def fake_numba_gpu(monkeypatch):
     monkeypatch.setattr(ck, "compile_for_gpu", compile_for_gpu)
     monkeypatch.setattr(torch.cuda, "synchronize", lambda: None)
     monkeypatch.setattr(torch.cuda, "get_device_name", lambda: "Fake GPU")
+    converted = []
+
+    def as_cuda_arrays(values):  # Numba's device arrays, standing in: the tensors themselves
+        converted.extend(v for v in values if isinstance(v, torch.Tensor))
+        return list(values)
+
+    monkeypatch.setattr(ck, "as_cuda_arrays", as_cuda_arrays)
+    launches.converted = converted
     return launches
 
 
@@ -356,6 +368,7 @@ def test_on_a_gpu_the_kernel_is_checked_and_timed_against_torch(fake_numba_gpu, 
     timing = gym.time_kernel_on_gpu(sol.copy_coalesced, "copy", device="cpu",
                                     min_run_time_s=0.01)  # fmt: skip
     assert fake_numba_gpu[0].launches >= 2  # the check, then the timed calls
+    assert len(fake_numba_gpu.converted) == 2  # src and dst, once: not inside the timed calls
     assert timing.device == "Fake GPU" and timing.shape == "n = 1000"
     assert timing.kernel_s > 0 and timing.torch_s > 0
     assert re.fullmatch(

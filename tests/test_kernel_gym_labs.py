@@ -7,7 +7,8 @@ import pytest
 
 from gpulab.course.student import STUDENT_ANSWER, student_copy
 
-GYM_LABS = ["notebooks/kernel_gym_lab.ipynb", "notebooks/kernel_gym_attention_lab.ipynb"]
+GYM_LABS = ["notebooks/kernel_warmup_lab.ipynb", "notebooks/kernel_gym_lab.ipynb",
+            "notebooks/kernel_gym_attention_lab.ipynb"]
 
 
 @pytest.mark.parametrize("lab", GYM_LABS)
@@ -18,16 +19,16 @@ def test_the_student_copy_keeps_the_starters_drops_the_kernels_and_runs(tmp_path
     copy = student_copy(original)
     text = "\n".join(c.source for c in copy.cells)
     for worked in ("def copy(", "def block_sum(", "def matmul_coarse(", "def softmax_online(",
-                   "def attention(", "def attention_block(", "b = sB[kk, tx]"):  # fmt: skip
+                   "def attention(", "def attention_block(", "b = sB[kk, tx]",
+                   "def triple_guarded(", "def pool_shared(", "def scan("):  # fmt: skip
         assert worked not in text
     assert text.count(STUDENT_ANSWER) == sum(
         "solution" in c.metadata.get("tags", []) for c in original.cells if c.cell_type == "code"
     )
     run_with_this_checkout(copy, root, tmp_path)  # about 20 s: starters graded as in the lab
     code = [c for c in copy.cells if c.cell_type == "code"]
-    graded = [
-        c for c in code if "grade_kernel(answer" in c.source or "grade_triton(answer" in c.source
-    ]
+    graded = [c for c in code if any(call in c.source for call in (
+        "grade_kernel(answer", "grade_triton(answer", "warmup.grade(answer"))]  # fmt: skip
     checked = [c for c in code if "gl.check(answer" in c.source]
     assert graded and checked
     for cell in graded:

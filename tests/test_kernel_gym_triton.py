@@ -70,19 +70,179 @@ def test_the_gpu_timing_line_with_stand_ins(monkeypatch):
                         r"[\d.]+ ms, torch [\d.]+ ms \(median\)", line), line
 
 
-def test_an_unmasked_load_reads_the_guard_value():
+def test_an_unmasked_load_is_caught_even_where_the_store_is_masked():
     import triton
     import triton.language as tl
 
     @triton.jit
     def add_load_unmasked(x_ptr, y_ptr, out_ptr, n, BLOCK: tl.constexpr):  # noqa: N803
         offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
-        x = tl.load(x_ptr + offsets)
-        tl.store(out_ptr + offsets, x + tl.load(y_ptr + offsets + 1), mask=offsets < n)
+        x = tl.load(x_ptr + offsets)  # lanes past n read past x: their sums are never stored
+        tl.store(out_ptr + offsets, x + tl.load(y_ptr + offsets, mask=offsets < n),
+                 mask=offsets < n)  # fmt: skip
 
     first = gt.grade_triton(add_load_unmasked, "triton_add", quiet=True).first_problem
-    assert first.startswith("n = 1: 1 of 1 elements of out_ptr are wrong, the first out_ptr[0]")
-    assert first.endswith("(the guard value: a load past the end, without a mask?)")
+    assert first == (
+        "n = 1: the kernel loaded outside x_ptr (past its end or before its start) in 127 "
+        "lanes: mask the load (mask=offsets < n, with other= a value that leaves the result "
+        "alone, such as -inf for a maximum or 0.0 for a sum), even where the store is masked"
+    )
+
+
+def test_a_softmax_that_loads_without_a_mask_is_told_to_mask_the_load():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def softmax_load_unmasked(x_ptr, out_ptr, n_cols, row_stride, BLOCK: tl.constexpr):  # noqa: N803
+        row = tl.program_id(0)
+        m = -float("inf")
+        d = 0.0
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + row * row_stride + cols)  # no mask: the last block overhangs
+            m_new = tl.maximum(m, tl.max(x, axis=0))
+            d = d * tl.exp(m - m_new) + tl.sum(tl.exp(x - m_new), axis=0)
+            m = m_new
+        for start in range(0, n_cols, BLOCK):
+            cols = start + tl.arange(0, BLOCK)
+            x = tl.load(x_ptr + row * row_stride + cols, mask=cols < n_cols)
+            tl.store(out_ptr + row * row_stride + cols, tl.exp(x - m) / d, mask=cols < n_cols)
+
+    report = gt.grade_triton(softmax_load_unmasked, "triton_online_softmax", quiet=True)
+    assert report.first_problem.startswith(
+        "1 x 1: the kernel loaded outside x_ptr (past its end or before its start) in 63 lanes: "
+        "mask the load (mask=offsets < n, with other= a value that leaves the result alone, "
+        "such as -inf for a maximum"
+    ), report.first_problem
+
+
+def test_a_signature_that_differs_from_the_tasks_is_one_sentence():
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def add_two_args(x_ptr, out_ptr, BLOCK: tl.constexpr):  # noqa: N803
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        tl.store(out_ptr + offsets, tl.load(x_ptr + offsets))
+
+    report = gt.grade_triton(add_two_args, "triton_add", quiet=True)
+    assert report.score == 0.0
+    assert report.first_problem == (
+        "add_two_args takes (x_ptr, out_ptr, BLOCK), but the triton_add task launches it as "
+        "add_two_args[grid](x_ptr, y_ptr, out_ptr, n, BLOCK=128): give it these parameters, in "
+        "this order"
+    )
+    assert "missing" not in str(report) and "Traceback" not in str(report)
+
+
+def test_a_custom_triton_task_from_a_reference_function_float64_included():
+    import numpy as np
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def axpy(x_ptr, y_ptr, out_ptr, a, n, BLOCK: tl.constexpr):  # noqa: N803
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, a * x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+    @triton.jit
+    def axpy_no_a(x_ptr, y_ptr, out_ptr, a, n, BLOCK: tl.constexpr):  # noqa: N803
+        offsets = tl.program_id(0) * BLOCK + tl.arange(0, BLOCK)
+        mask = offsets < n
+        x = tl.load(x_ptr + offsets, mask=mask)
+        tl.store(out_ptr + offsets, x + tl.load(y_ptr + offsets, mask=mask), mask=mask)
+
+    task = gt.custom_triton_task(
+        "axpy", lambda x_ptr, y_ptr, a, n: a * x_ptr + y_ptr, args=("x_ptr", "y_ptr", "out_ptr",
+        "a", "n"), arrays={"x_ptr": ("n",), "y_ptr": ("n",), "out_ptr": ("n",)},
+        outputs=("out_ptr",), sizes=[{"a": 3, "n": 1}, {"a": 3, "n": 300}],
+        grid=lambda a, n: (-(-n // 64),), constants={"BLOCK": 64},
+        dtypes={k: np.float64 for k in ("x_ptr", "y_ptr", "out_ptr")},
+    )  # fmt: skip
+    report = gt.grade_triton(axpy, task, quiet=True)
+    assert report.passed, str(report)
+    assert str(report).splitlines()[1:] == ["  right  a = 3, n = 1", "  right  a = 3, n = 300",
+                                            "Passed: right on every shape."]  # fmt: skip
+    wrong = gt.grade_triton(axpy_no_a, task, quiet=True)
+    assert wrong.first_problem.startswith("a = 3, n = 1: 1 of 1 elements of out_ptr are wrong")
+
+
+def test_below_compute_capability_8_tl_dot_multiplies_in_ieee_fp32(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(tk, "interpreted", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    for cc, precision in [((7, 5), "ieee"), ((7, 0), "ieee"), ((8, 0), "tf32"), ((9, 0), "tf32")]:
+        monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None, cc=cc: cc)
+        assert tk.dot_input_precision() == precision
+
+    class Launch:  # the package's matmul kernel, standing in: records its constants
+        seen: dict = {}
+
+        def __getitem__(self, grid):
+            def run(a, b, c, *args, **constants):
+                Launch.seen = constants
+                c.copy_(a.float() @ b.float())
+
+            return run
+
+    monkeypatch.setattr(tk, "interpreted", lambda: True)  # CPU tensors pass the checks
+    monkeypatch.setattr(tk, "_matmul_kernel", Launch())
+    monkeypatch.setattr(tk, "dot_input_precision", lambda device=None: "ieee")
+    a = torch.ones(8, 8)
+    assert torch.equal(tk.matmul(a, a), a @ a) and Launch.seen["PRECISION"] == "ieee"
+    tk.matmul(a.half(), a.half())
+    assert Launch.seen["PRECISION"] == "tf32"  # FP16 tiles: no TF32 question
+
+
+def test_the_package_matmul_runs_with_ieee_precision_in_the_interpreter(monkeypatch):
+    import torch
+
+    monkeypatch.setattr(tk, "dot_input_precision", lambda device=None: "ieee")
+    a, b = torch.randn(40, 24), torch.randn(24, 20)
+    torch.testing.assert_close(tk.matmul(a, b), a @ b, rtol=1e-5, atol=1e-5)
+
+
+def test_the_grader_sets_triton_f32_default_on_a_gpu_without_tf32(monkeypatch):
+    import os
+
+    import torch
+
+    monkeypatch.delenv("TRITON_F32_DEFAULT", raising=False)
+    monkeypatch.setattr(tk, "interpreted", lambda: False)
+    monkeypatch.setattr(tk, "dot_input_precision", lambda device=None: "ieee")
+    real = gt._guarded
+    monkeypatch.setattr(gt, "_guarded", lambda array, guard, device: real(array, guard, "cpu"))
+    monkeypatch.setattr(torch.Tensor, "cuda", lambda self: self)
+
+    class Add:  # compiled on a GPU, standing in: adds on the CPU, records the default
+        seen: list = []
+
+        def __init__(self, fail: bool = False) -> None:
+            self.fail = fail
+
+        def __getitem__(self, grid):
+            def run(x, y, out, n, BLOCK):
+                Add.seen.append(os.environ.get("TRITON_F32_DEFAULT"))
+                if self.fail:
+                    raise RuntimeError("error: input_precision = tf32 is not supported on sm_75")
+                out.copy_(x + y)
+
+            return run
+
+    monkeypatch.setattr(gt, "_time_on_gpu", lambda kernel, spec: "timed")
+    report = gt.grade_triton(Add(), "triton_add", quiet=True)
+    assert report.passed and Add.seen == ["ieee"] * 3
+    assert "TRITON_F32_DEFAULT" not in os.environ  # set for the grading only
+    failed = gt.grade_triton(Add(fail=True), "triton_add", quiet=True).first_problem
+    assert failed == (
+        "n = 1: the kernel raised RuntimeError: error: input_precision = tf32 is not supported "
+        "on sm_75 (tl.dot on FP32 tiles defaults to TF32, which this GPU lacks below compute "
+        'capability 8.0: pass input_precision="ieee" to tl.dot)'
+    )
 
 
 def test_a_missing_answer_and_bad_arguments(capsys):

@@ -383,7 +383,7 @@ def test_the_real_probe_compiles_and_runs_under_numbas_simulator(tmp_path):
 
 @pytest.mark.parametrize("name, body", [("vector_add", "tl.store(out_ptr + offsets, x + y"),
                                         ("softmax", "x = x - tl.max(x, axis=0)"),
-                                        ("matmul", "acc += tl.dot(a, b)"),
+                                        ("matmul", "tl.dot(a, b, input_precision=PRECISION)"),
                                         ("bias_gelu", "tl.erf(")])
 def test_triton_kernel_source_is_the_kernel_as_written_without_lint_comments(name, body):
     from gpulab.kernels import triton_kernels as tk

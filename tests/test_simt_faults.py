@@ -127,9 +127,10 @@ def test_threads_at_different_barriers_are_a_deadlock():
 
 def test_unsupported_parts_of_cuda_say_what_is_modelled():
     def vote(a):
-        a[0] = cuda.all_sync(0xFFFFFFFF, 1)
+        a[0] = cuda.activemask()
 
-    with pytest.raises(NotImplementedError, match="cuda.all_sync is not supported by the course"):
+    with pytest.raises(NotImplementedError, match=r"^cuda.activemask is refused by the course's "
+                       "simulator because its value depends"):  # fmt: skip
         simulate(vote, 1, 1, np.zeros(1))
     with pytest.raises(faults.UnsupportedError, match="cuda.atomic.exch is not supported"):
         simulate(lambda a: cuda.atomic.exch(a, 0, 1.0), 1, 1, np.zeros(1))
@@ -188,10 +189,10 @@ def test_hazard_tracker_orders_only_by_barriers_within_a_block():
     h = faults.HazardTracker()
     assert h.access("s", 0, block=0, epoch=0, thread=1, write=False) is None
     assert h.access("s", 0, block=0, epoch=0, thread=2, write=False) is None
-    assert h.access("s", 0, block=0, epoch=0, thread=1, write=True) == (0, -2, False)
+    assert h.access("s", 0, block=0, epoch=0, thread=1, write=True) == (0, -2, False, 0)
     assert h.access("t", 0, block=0, epoch=0, thread=1, write=True) is None
     assert h.access("t", 0, block=0, epoch=1, thread=2, write=True) is None  # after a barrier
-    assert h.access("t", 0, block=1, epoch=2, thread=2, write=False) == (0, 2, True)
+    assert h.access("t", 0, block=1, epoch=2, thread=2, write=False) == (0, 2, True, 0)
 
 
 def test_a_kernel_that_never_ends_is_stopped_in_strict_mode(monkeypatch):
@@ -252,8 +253,11 @@ def test_a_launch_within_its_time_limit_is_not_disturbed():
     import time
 
     src, dst = np.arange(64.0), np.zeros(64)
-    simulate(ck.tiled_matmul(8), (2, 2), (8, 8), *_matrices(12)[:2], np.zeros((12, 12)), 12,
-             strict=True, time_limit_s=0.2)  # fmt: skip
+    args = (*_matrices(12)[:2], np.zeros((12, 12)), 12)
+    # the first launch in a process pays one-off costs (imports, caches) that can take a good
+    # part of the limit on a busy machine; the check is about the timer, so warm up first
+    simulate(ck.tiled_matmul(8), (2, 2), (8, 8), *args, strict=True)
+    simulate(ck.tiled_matmul(8), (2, 2), (8, 8), *args, strict=True, time_limit_s=0.2)
     time.sleep(0.3)  # a timer left behind would strike here
 
     def copy(src, dst):

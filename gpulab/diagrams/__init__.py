@@ -9,7 +9,8 @@ they are computed. Call the drawings as ``gl.diagrams.draw_...``:
 * :mod:`~gpulab.diagrams.hardware`: CPU against GPU, the memory ladder, the SM;
 * :mod:`~gpulab.diagrams.dispatch`: the operators a forward and backward pass sends to kernels;
 * :mod:`~gpulab.diagrams.fusion`: eager kernels against one fused kernel, bytes per kernel;
-* :mod:`~gpulab.diagrams.kernels`: a launch mapped onto blocks, warps and SMs; tiling;
+* :mod:`~gpulab.diagrams.kernels`: a launch mapped onto blocks, warps and SMs; tiling; which
+  thread touched which element of a graded kernel;
 * :mod:`~gpulab.diagrams.memory`: one GPU's training memory as one stacked bar;
 * :mod:`~gpulab.diagrams.collectives`: the ring all-reduce step by step; tree vs ring;
 * :mod:`~gpulab.diagrams.parallelism`: ZeRO stages, tensor-parallel linear layers;
@@ -30,7 +31,7 @@ _EXPORTS = {
     "dispatch": ("dispatch_log", "draw_dispatch"),
     "fusion": ("draw_fusion",),
     "hardware": ("draw_cpu_vs_gpu", "draw_memory_ladder", "draw_sm_anatomy"),
-    "kernels": ("draw_launch_mapping", "draw_tiling"),
+    "kernels": ("draw_launch_mapping", "draw_tiling", "draw_touches"),
     "memory": ("draw_training_memory",),
     "parallelism": ("draw_tensor_parallel", "draw_zero_stages"),
     "pipeline_runs": ("draw_schedule_runs",),

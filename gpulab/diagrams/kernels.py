@@ -1,8 +1,11 @@
-"""A CUDA launch mapped onto blocks, warps and SMs; which tiles a matrix-multiply block loads."""
+"""A CUDA launch mapped onto blocks, warps and SMs; which tiles a matrix-multiply block loads;
+which thread touched which element of a simulated kernel's arrays."""
 
 from __future__ import annotations
 
 from numbers import Integral, Real
+
+import numpy as np
 
 from gpulab._checks import positive_int, wrong_type
 from gpulab.diagrams._draw import PALETTE, blank, box, new_figure
@@ -10,7 +13,7 @@ from gpulab.hardware.specs import resolve_spec
 from gpulab.kernels.simulator import WARP_SIZE, thread_map
 from gpulab.kernels.tiling import tile_loads
 
-__all__ = ["draw_launch_mapping", "draw_tiling"]
+__all__ = ["draw_launch_mapping", "draw_tiling", "draw_touches"]
 
 
 def draw_launch_mapping(n: int = 1000, block: int = 256, *, spec="T4"):
@@ -150,3 +153,88 @@ def draw_tiling(n: int = 8, tile: int = 2, *, block: tuple = (1, 2)):
     )
     fig.tight_layout()
     return fig, {**counts, "block": (bi, bj)}
+
+
+def _threads_text(threads: list[int]) -> str:
+    """``7``, ``2,3``, ``0–7`` or ``5 thr``: the threads of one cell, short."""
+    if len(threads) <= 2:
+        return ",".join(str(t) for t in threads)
+    if threads == list(range(threads[0], threads[-1] + 1)):
+        return f"{threads[0]}–{threads[-1]}"
+    return f"{len(threads)} thr"
+
+
+def draw_touches(report, *, title: str = ""):
+    """Which thread touched which element, from the simulator's record of a graded kernel.
+
+    One row of cells per array the kernel touched on the grader's count shape (its
+    arguments first, then its shared arrays), one cell per element: orange where a thread
+    wrote it, green where threads only read it, white where no thread touched it. A cell
+    names the threads, numbered across the grid (``blockIdx.x * blockDim.x +
+    threadIdx.x`` for a 1-D launch); a shared array is drawn for block 0 only (each block
+    has its own), with that block's thread numbers.
+
+    Parameters
+    ----------
+    report : GradeReport
+        What :func:`gpulab.kernels.gym.grade_kernel` returned for a kernel that ran to the
+        end on every shape (its ``counts`` hold the record).
+    title : str
+        A title ('' gives the task, the kernel and the shape).
+
+    Returns
+    -------
+    fig : matplotlib Figure
+    drawn : dict
+        For each array, ``{"read": {element: [threads]}, "written": {element: [threads]}}``.
+
+    Raises
+    ------
+    TypeError
+        ``report`` is not a grade report, or ``title`` not a str.
+    ValueError
+        The report has no record: the kernel was not graded to the end.
+    """
+    from gpulab.kernels.gym import GradeReport
+
+    if not isinstance(report, GradeReport):
+        raise wrong_type("report", report, "a GradeReport from gym.grade_kernel")
+    if not isinstance(title, str):
+        raise wrong_type("title", title, "a str ('' for the default title)")
+    if report.counts is None or not report.counts.touches:
+        raise ValueError(
+            f"report: {report.kernel or 'no kernel'} on task {report.task!r} has no record of "
+            "its accesses (it did not run to the end on every shape): fix what it says first"
+        )
+    per_block = max(1, int(np.prod(report.block or (1,))))
+    drawn = {}
+    spaces = {name: row["space"] for (name, _), row in report.counts.by_array.items()}
+    for name, rows in report.counts.touches.items():
+        cells = {"read": {}, "written": {}}
+        shared = spaces.get(name) == "shared"
+        for block, thread, element, write in rows.tolist():
+            if shared and block:
+                continue
+            who = thread if shared else block * per_block + thread
+            kind = "written" if write else "read"
+            cells[kind].setdefault(int(element), set()).add(int(who))
+        label = f"{name} (block 0)" if shared else name
+        drawn[label] = {k: {e: sorted(t) for e, t in sorted(v.items())} for k, v in cells.items()}
+    width = max(1 + max([*d["read"], *d["written"]]) for d in drawn.values())
+    fig, ax = new_figure(figsize=(min(9.0, 1.6 + 0.42 * width), 0.3 + 0.55 * len(drawn)))
+    blank(ax)
+    ax.set_xlim(-1.6, width + 0.1)
+    ax.set_ylim(-0.2, len(drawn) * 1.1 + 0.1)
+    for row, (name, d) in enumerate(reversed(list(drawn.items()))):
+        y = row * 1.1
+        ax.text(-0.1, y + 0.45, name, ha="right", va="center", fontsize=8)
+        n = 1 + max([*d["read"], *d["written"]])
+        for e in range(n):
+            written, read = d["written"].get(e, []), d["read"].get(e, [])
+            color = PALETTE["memory"] if written else PALETTE["gpu"] if read else "#FFFFFF"
+            box(ax, e, y, 0.95, 0.9, _threads_text(sorted(set(written) | set(read))),
+                color=color, text_color="w" if (written or read) else None, fontsize=6)  # fmt: skip
+    shape = report.shapes[-1].shape if report.shapes else ""
+    ax.set_title(title or f"{report.kernel} on {report.task!r}, {shape}: which thread touched "
+                 "which element (orange: written, green: read only)", fontsize=8)  # fmt: skip
+    return fig, drawn

@@ -35,6 +35,7 @@ except ImportError:  # pragma: no cover - Numba is optional
     from numpy import float32
 
 __all__ = [
+    "as_cuda_arrays",
     "compile_for_gpu",
     "copy_gather",
     "copy_strided",
@@ -364,3 +365,15 @@ def time_launch(kernel, grid, block, *args, min_run_time_s: float = 0.2, label: 
     )
     launch = compiled[grid, block]
     return benchmark(lambda: launch(*views), min_run_time_s=min_run_time_s, label=label)
+
+
+def as_cuda_arrays(values) -> list:
+    """The values with each torch tensor seen as a Numba device array (the same memory).
+
+    A Numba launch converts a torch tensor through ``cuda.as_cuda_array`` on every call,
+    tens of microseconds each, which a timing of a short kernel on a fast GPU would count;
+    converted once, before the timed calls, the launches pass device arrays.
+    """
+    import torch
+
+    return [cuda.as_cuda_array(v) if isinstance(v, torch.Tensor) else v for v in values]

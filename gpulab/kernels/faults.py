@@ -12,7 +12,7 @@ uses) it therefore watches what a GPU could not promise:
   end; CUDA C reads whatever lies before the array);
 * a **barrier not reached by every thread** of a block (on a GPU the block hangs or
   computes garbage), or threads waiting at different barriers;
-* a part of CUDA the simulator does not model (warp shuffles, for example);
+* a part of CUDA the simulator does not model (``cuda.activemask``, for example);
 * an index that is not an integer (``dst[i / 2]``: ``/`` gives a float in Python);
 * a kernel that seems never to end (more memory accesses and barrier waits than a limit, or
   longer than a wall-clock limit for one launch).
@@ -87,21 +87,31 @@ class UnsupportedError(KernelFault, NotImplementedError):
     kind = "unsupported"
 
 
-def _ordered(block_a: int, epoch_a: int, block_b: int, epoch_b: int) -> bool:
-    """Whether an access in (block_a, epoch_a) happens before one in (block_b, epoch_b).
+def _ordered(a: tuple, b: tuple) -> bool:
+    """Whether an access at time ``a`` happens before one at time ``b``.
 
-    Only a barrier orders accesses, and only within a block: an earlier epoch (the
-    stretch between two barriers) of the same block comes before a later one.
+    A time is ``(block, epoch, warp, warp_epoch)``: the block, the stretch between two of
+    its barriers (``cuda.syncthreads()``), the warp, and the stretch between two of that
+    warp's ``cuda.syncwarp()`` calls. Only a barrier orders accesses, and only within a
+    block: an earlier epoch of the same block comes before a later one, and within one
+    epoch an earlier warp epoch of the same warp comes before a later one.
     """
-    return block_a == block_b and epoch_a < epoch_b
+    block_a, epoch_a, warp_a, wepoch_a = a
+    block_b, epoch_b, warp_b, wepoch_b = b
+    if block_a != block_b:
+        return False
+    return epoch_a < epoch_b or (
+        epoch_a == epoch_b and warp_a == warp_b and warp_a >= 0 and wepoch_a < wepoch_b
+    )
 
 
 class HazardTracker:
     """For every element: the last thread that wrote it and the threads that read it since.
 
     An access conflicts with an earlier one by another thread when at least one of the two
-    writes and no barrier orders them. Atomic operations are not passed here: they are
-    ordered with each other by the hardware.
+    writes and no barrier orders them (``cuda.syncthreads()`` for the threads of a block,
+    ``cuda.syncwarp()`` for the lanes of a warp). Atomic operations are not passed here:
+    they are ordered with each other by the hardware.
 
     Examples
     --------
@@ -110,44 +120,69 @@ class HazardTracker:
     >>> h.access("s", 0, block=0, epoch=0, thread=0, write=True) is None
     True
     >>> h.access("s", 0, block=0, epoch=0, thread=1, write=False)  # no barrier between
-    (0, 0, True)
+    (0, 0, True, 0)
     >>> h.access("s", 0, block=0, epoch=1, thread=2, write=False) is None  # after one
+    True
+    >>> h.access("s", 1, block=0, epoch=1, thread=3, write=True) is None
+    True
+    >>> h.access("s", 1, block=0, epoch=1, thread=4, write=False, warp_epoch=1) is None
     True
     """
 
     __slots__ = ("_seen",)
 
     def __init__(self) -> None:
-        # element -> [writer block, epoch, thread, reader block, epoch, thread]; -1 for
-        # none, -2 for "several" (readers of several threads, or of several blocks).
+        # element -> [writer time, writer thread, reader time, reader thread]; a thread of
+        # -1 for none, -2 for "several" (readers of several threads); a time's block or
+        # warp of -2 for several.
         self._seen: dict = {}
 
-    def access(self, array, element, *, block: int, epoch: int, thread: int, write: bool):
+    def access(
+        self,
+        array,
+        element,
+        *,
+        block: int,
+        epoch: int,
+        thread: int,
+        write: bool,
+        warp: int | None = None,
+        warp_epoch: int = 0,
+    ):
         """Record an access; return the earlier one it races with, or None.
+
+        Parameters
+        ----------
+        warp : int or None
+            The thread's warp (None: ``thread // 32``).
+        warp_epoch : int
+            ``cuda.syncwarp()`` calls the warp has passed (0 where it never calls one).
 
         Returns
         -------
         tuple or None
-            ``(block, thread, wrote)`` of an earlier unordered access by another thread
-            (``thread`` is -2 where several threads read), or None when there is no race.
+            ``(block, thread, wrote, warp)`` of an earlier unordered access by another
+            thread (``thread`` is -2 where several threads read, ``warp`` -2 where they are
+            of several warps), or None when there is no race.
         """
+        now = (block, epoch, thread // 32 if warp is None else warp, warp_epoch)
         key = (array, element)
         e = self._seen.get(key)
         if e is None:
-            self._seen[key] = (
-                [block, epoch, thread, -1, -1, -1] if write else [-1, -1, -1, block, epoch, thread]
-            )
+            self._seen[key] = [now, thread, None, -1] if write else [None, -1, now, thread]
             return None
-        wb, we, wt, rb, re, rt = e
-        if wt != -1 and (wb, wt) != (block, thread) and not _ordered(wb, we, block, epoch):
-            return (wb, wt, True)
+        wtime, wt, rtime, rt = e
+        if wt != -1 and (wtime[0], wt) != (block, thread) and not _ordered(wtime, now):
+            return (wtime[0], wt, True, wtime[2])
         if write:
-            if rt != -1 and not _ordered(rb, re, block, epoch):
-                if rt == -2 or (rb, rt) != (block, thread):
-                    return (rb, rt, False)
-            e[:] = [block, epoch, thread, -1, -1, -1]
-        elif rt == -1 or _ordered(rb, re, block, epoch) or (rb, rt) == (block, thread):
-            e[3:] = [block, epoch, thread]
+            if rt != -1 and not _ordered(rtime, now):
+                if rt == -2 or (rtime[0], rt) != (block, thread):
+                    return (rtime[0], rt, False, rtime[2])
+            e[:] = [now, thread, None, -1]
+        elif rt == -1 or _ordered(rtime, now) or (rtime[0], rt) == (block, thread):
+            e[2:] = [now, thread]
         else:  # a second reader before any barrier: remember that there are several
-            e[3:] = [block if rb == block else -2, epoch, -2]
+            rb, _, rw, rwe = rtime
+            several = (rb if rb == block else -2, epoch, rw if rw == now[2] else -2)
+            e[2:] = [(*several, max(rwe, warp_epoch)), -2]
         return None

@@ -37,10 +37,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from gpulab._checks import flag, wrong_type
+from gpulab._checks import flag
 from gpulab.kernels.faults import EndlessError, KernelFault
-from gpulab.kernels.gym_tasks import UNWRITTEN_BITS, Task, get_task
-from gpulab.kernels.simulator import KernelCounts, simulate
+from gpulab.kernels.gym_tasks import Task, get_task, unwritten
+from gpulab.kernels.simulator import KernelCounts, code_names, kernel_function, simulate
 
 __all__ = [
     "GpuTiming",
@@ -101,6 +101,8 @@ class GradeReport:
         The GPU timing, labelled as a measurement ('' when not timed).
     blocks : int
         Blocks in the launch of the count shape (for counts per block).
+    block : tuple of int
+        Threads per block of that launch, ``(x, y, z)`` (for the thread of a count).
     """
 
     task: str
@@ -111,6 +113,7 @@ class GradeReport:
     gpu: str = ""
     lines: tuple[str, ...] = field(default=(), repr=False)
     blocks: int = 0
+    block: tuple[int, ...] = ()
 
     @property
     def answered(self) -> bool:
@@ -150,10 +153,8 @@ class GradeReport:
 
 
 def _kernel_function(kernel):
-    kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
-    if not isinstance(kernel, types.FunctionType):
-        raise wrong_type("kernel", kernel, "a kernel: a Python function in Numba's CUDA style")
-    return kernel
+    """The kernel's Python function (from a dispatcher, or a factory that takes ``cuda``)."""
+    return kernel_function(kernel)
 
 
 def _signature_problem(kernel, task: Task) -> str:
@@ -181,49 +182,124 @@ def _where_in_kernel(exc: BaseException, kernel) -> str:
     return f"at line {line} of {f.f_code.co_name}" + (f" (`{text}`)" if text else "")
 
 
+def _uses_exp(kernel) -> bool:
+    """Whether the kernel's code (or a function it calls by name) refers to ``exp``."""
+    names = code_names(kernel.__code__)
+    if "exp" in names:
+        return True
+    for name in names:
+        func = getattr(kernel.__globals__.get(name), "py_func", kernel.__globals__.get(name))
+        if isinstance(func, types.FunctionType) and "exp" in code_names(func.__code__):
+            return True
+    return False
+
+
+_EXP_HINT = "exp() of a large number overflows: subtract the row's maximum first"
+
+
 def _exception_sentence(exc: BaseException, kernel) -> str:
     where = _where_in_kernel(exc, kernel)
     first = (str(exc).strip().splitlines() or [""])[0]
     sentence = f"the kernel raised {type(exc).__name__} {where}" + (f": {first}" if first else "")
-    if isinstance(exc, OverflowError):
-        sentence += "; exp() of a large number overflows: subtract the row's maximum first"
+    if isinstance(exc, OverflowError) and _uses_exp(kernel):
+        sentence += f"; {_EXP_HINT}"
+    elif isinstance(exc, ZeroDivisionError):
+        sentence += ("; on a GPU a division by zero gives inf or nan instead: guard the divisor "
+                     "(an `if` on it, or a small epsilon added)")  # fmt: skip
     return sentence
 
 
-def _mismatch(name: str, got: np.ndarray, expected: np.ndarray, task: Task) -> str:
-    """The sentence on what is wrong in one output ('' when it is right)."""
-    unwritten = got.view(np.uint32) == UNWRITTEN_BITS
+def _where(name: str, index) -> str:
+    return f"{name}[{', '.join(str(int(i)) for i in index)}]"
+
+
+def _mismatch(name: str, got: np.ndarray, expected: np.ndarray, task: Task,
+              fp_errors: frozenset = frozenset(), kernel=None) -> str:  # fmt: skip
+    """The sentence on what is wrong in one output ('' when it is right).
+
+    ``fp_errors`` are the floating-point errors NumPy saw while the kernel ran
+    (``"divide by zero"``, ``"overflow"``, ``"invalid value"``): a non-finite result is
+    blamed on what actually happened.
+    """
+    never = unwritten(got)
     got64 = got.astype(np.float64)
-    bad = ~np.isclose(got64, expected, rtol=task.rtol, atol=task.atol) | unwritten
+    expected = np.broadcast_to(np.asarray(expected, dtype=np.float64), got.shape)
+    bad = ~np.isclose(got64, expected, rtol=task.rtol, atol=task.atol) | never
     if not bad.any():
         return ""
     first = tuple(int(i) for i in np.argwhere(bad)[0])
-    where = f"{name}[{', '.join(str(i) for i in first)}]"
+    where = _where(name, first)
     said = f"{int(bad.sum())} of {bad.size} elements of {name} are wrong"
-    if unwritten.any():
-        i = tuple(int(j) for j in np.argwhere(unwritten)[0])
+    if never.any():
+        i = tuple(int(j) for j in np.argwhere(never)[0])
         return (
-            f"{said}; {int(unwritten.sum())} were never written, the first "
-            f"{name}[{', '.join(str(j) for j in i)}]: check that every element has a thread "
-            "(grid x block x elements per thread covers them all)"
+            f"{said}; {int(never.sum())} were never written, the first {_where(name, i)}: "
+            "check that every element has a thread (grid x block x elements per thread covers "
+            "them all)"
         )
     if not np.isfinite(got64[bad]).all():
-        return (
-            f"{said}, {where} is {got64[first]} (expected {expected[first]:.4g}): a value "
-            "overflowed float32; exp() of a large number does: subtract the row's maximum first"
-        )
+        value = f"{said}, {where} is {got64[first]} (expected {expected[first]:.4g})"
+        if "divide by zero" in fp_errors:
+            return (f"{value}: a division by zero gave inf or nan; guard the divisor (an `if` "
+                    "on it, or a small epsilon added)")  # fmt: skip
+        if "overflow" in fp_errors and kernel is not None and _uses_exp(kernel):
+            return (f"{value}: a value overflowed {got.dtype}; exp() of a large number does: "
+                    "subtract the row's maximum first")  # fmt: skip
+        if "overflow" in fp_errors:
+            return f"{value}: a value overflowed {got.dtype}; scale the values down first"
+        if "invalid value" in fp_errors:
+            return (f"{value}: an operation without a result (0/0, inf - inf, a square root "
+                    "of a negative number) gave nan")  # fmt: skip
+        return f"{value}: a non-finite value"
     return f"{said}, the first {where} ({got64[first]:.4g}, expected {expected[first]:.4g})"
+
+
+def _read_before_written(kernel, task: Task, args: dict, fresh: dict, grid, block) -> str:
+    """The sentence for outputs the kernel reads before writing ('' when it does not).
+
+    The gym fills outputs with a marker NaN, so ``C[i, j] += x`` on an output no thread
+    set first leaves the marker in place, as if the element were never written. Run
+    again with the outputs set to zero: an element that is no longer the marker was
+    written, on top of whatever it held (on a GPU: garbage).
+    """
+    again = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in fresh.items()}
+    for name in task.outputs:
+        again[name] = np.zeros_like(again[name])
+    try:
+        with np.errstate(all="ignore"):
+            simulate(kernel, grid, block, *[again[a] for a in task.args], count=False,
+                     strict=True, time_limit_s=GRADE_TIME_LIMIT_S)  # fmt: skip
+    except Exception:  # noqa: BLE001 - the first run's sentence stands
+        return ""
+    for name in task.outputs:
+        never = unwritten(args[name])
+        accumulated = never & (again[name] != 0)
+        if accumulated.any():
+            i = tuple(int(j) for j in np.argwhere(accumulated)[0])
+            return (
+                f"{_where(name, i)} is read before any thread writes it (an accumulation "
+                f"such as `{name}[...] += ...` into an output that holds garbage on a GPU): "
+                "sum into a local variable that starts at 0 and write the output once at the end"
+            )
+    return ""
 
 
 def _run_shape(kernel, task: Task, shape: tuple, rng, count: bool):
     """(problem sentence or '', counts or None, whether the kernel seemed endless)."""
     args = task.inputs(shape, rng)
+    fresh = {k: (v.copy() if isinstance(v, np.ndarray) else v) for k, v in args.items()}
     expected = task.reference({k: (v.copy() if isinstance(v, np.ndarray) else v)
                                for k, v in args.items()})  # fmt: skip
     grid, block = task.launch(shape)
     label = task.describe(shape)
+    seen: set[str] = set()
+
+    def note(kind: str, _flag: int) -> None:
+        seen.add(kind)
+
     try:
-        with np.errstate(all="ignore"):  # overflows show in the result, said in a sentence
+        # floating-point errors show in the result; they are noted, and said in a sentence
+        with np.errstate(all="call", call=note):
             counts = simulate(kernel, grid, block, *[args[a] for a in task.args],
                               count=count, strict=True,
                               time_limit_s=GRADE_TIME_LIMIT_S)  # fmt: skip
@@ -234,7 +310,9 @@ def _run_shape(kernel, task: Task, shape: tuple, rng, count: bool):
     except Exception as exc:  # noqa: BLE001 - the learner's bug, reported as a sentence
         return f"{label}: {_exception_sentence(exc, kernel)}", None, False
     for name in task.outputs:
-        wrong = _mismatch(name, args[name], expected[name], task)
+        wrong = _mismatch(name, args[name], expected[name], task, frozenset(seen), kernel)
+        if wrong and "never written" in wrong:
+            wrong = _read_before_written(kernel, task, args, fresh, grid, block) or wrong
         if wrong:
             return f"wrong result for {label}: {wrong}", None, False
     return "", counts, False
@@ -251,7 +329,8 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
         A launch that runs longer than ``GRADE_TIME_LIMIT_S`` seconds is stopped and
         reported as endless, and the shapes after it are not run.
     task : str or Task
-        The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``.
+        The task's name, one of ``gpulab.kernels.gym_tasks.TASKS``, or a task of one's own
+        (:func:`gpulab.kernels.gym_tasks.custom_task` makes one from a reference function).
     time_on_gpu : bool
         Also compile the kernel with Numba and time it against torch where a CUDA GPU is
         available (a measurement); elsewhere the report says it was not timed.
@@ -319,8 +398,10 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
             lines.append(f"  {'met   ' if t.met else 'MISSED'} {t.name}: "
                          f"{_fmt(t.value, t.percent)} (target {sign} "
                          f"{_fmt(t.goal, t.percent)})")  # fmt: skip
-    grid = task.launch(task.count_shape)[0]
+    grid, block = task.launch(task.count_shape)
     blocks = grid if isinstance(grid, int) else int(np.prod(grid))
+    block = tuple(block) if isinstance(block, tuple) else (block,)
+    block = (*block, 1, 1)[:3]
     if targets and counts.barriers:
         per_block = counts.barriers // blocks
         lines.append(
@@ -337,7 +418,7 @@ def grade_kernel(kernel, task, *, time_on_gpu: bool = False, quiet: bool = False
     )
     lines.append(textwrap.fill(verdict, width=WRAP, subsequent_indent="  "))
     report = GradeReport(report.task, report.kernel, report.shapes, report.targets,
-                         counts, gpu, tuple(lines), blocks)  # fmt: skip
+                         counts, gpu, tuple(lines), blocks, block)  # fmt: skip
     if not quiet:
         print(report)
     return report
@@ -361,6 +442,8 @@ def time_on_gpu_line(kernel, task) -> str:
     from gpulab.kernels import cuda_kernels as ck
 
     task = get_task(task)
+    if task.torch_op is None:
+        return "GPU timing: not measured (a task of one's own has no torch operation to time)"
     if not ck.numba_cuda_available():
         return f"GPU timing: not measured here ({ck.numba_cuda_missing_reason()})"
     return time_kernel_on_gpu(kernel, task).line
@@ -423,11 +506,14 @@ def time_kernel_on_gpu(
                for k, v in host.items()}  # fmt: skip
     grid, block = task.launch(shape)
     out = tensors[task.outputs[0]]
+    # converted once here, not by every launch inside the timed calls (tens of us each)
+    launch_args = ck.as_cuda_arrays([tensors[a] for a in task.args])
+    launch = compiled[grid, block]
 
     def run():
         if task.name == "reduce":
             out.zero_()
-        compiled[grid, block](*[tensors[a] for a in task.args])
+        launch(*launch_args)
 
     run()
     torch.cuda.synchronize()

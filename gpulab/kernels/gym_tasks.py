@@ -23,11 +23,16 @@ from gpulab.kernels.simulator import WARP_SIZE, KernelCounts
 __all__ = [
     "TASKS",
     "UNWRITTEN_BITS",
+    "UNWRITTEN_BITS_64",
+    "unwritten",
+    "unwritten_like",
     "Target",
     "Task",
     "attention_bytes",
     "coarse_task",
+    "custom_task",
     "get_task",
+    "reference_parts",
 ]
 
 _F32 = np.float32
@@ -93,9 +98,9 @@ class Task:
         Counts to reach on the count shape.
     rtol, atol : float
         Tolerances of the comparison (sums in another order round differently).
-    torch_op : callable
+    torch_op : callable or None
         ``torch_op(tensors) -> tensor``: what torch computes for the same task, for timing
-        on a GPU against the kernel's first output.
+        on a GPU against the kernel's first output (None for a task of one's own).
     gpu_shape : tuple
         The shape timed on a GPU.
     """
@@ -112,7 +117,7 @@ class Task:
     targets: tuple[Target, ...]
     rtol: float
     atol: float
-    torch_op: Callable[[dict], object]
+    torch_op: Callable[[dict], object] | None
     gpu_shape: tuple
 
     @property
@@ -156,10 +161,51 @@ def _shared_loads(counts: KernelCounts) -> int:
 #: What an output holds before the kernel runs: a NaN with its own bit pattern, so that an
 #: element no thread wrote can be told from a NaN the kernel computed (0/0, inf - inf).
 UNWRITTEN_BITS = 0x7FC0BEEF
+#: The same marker for float64 outputs.
+UNWRITTEN_BITS_64 = 0x7FF8_0000_BEEF_BEEF
+_MARKERS = {np.dtype(np.float32): (np.uint32, UNWRITTEN_BITS),
+            np.dtype(np.float64): (np.uint64, UNWRITTEN_BITS_64)}  # fmt: skip
 
 
-def _nan(*shape) -> np.ndarray:
-    return np.full(shape, UNWRITTEN_BITS, dtype=np.uint32).view(_F32)
+def _nan(*shape, dtype=_F32) -> np.ndarray:
+    """An output of ``shape`` that holds the marker of unwritten elements (zeros for a
+    dtype without one: integers)."""
+    dtype = np.dtype(dtype)
+    if dtype not in _MARKERS:
+        return np.zeros(shape, dtype)
+    bits, marker = _MARKERS[dtype]
+    return np.full(shape, marker, dtype=bits).view(dtype)
+
+
+def unwritten_like(*shape, dtype=_F32) -> np.ndarray:
+    """An output of ``shape`` filled with the marker of unwritten elements (as the tasks
+    make theirs).
+
+    Examples
+    --------
+    >>> from gpulab.kernels.gym_tasks import unwritten, unwritten_like
+    >>> unwritten(unwritten_like(2)).tolist()
+    [True, True]
+    """
+    return _nan(*shape, dtype=dtype)
+
+
+def unwritten(array: np.ndarray) -> np.ndarray:
+    """Where ``array`` still holds the marker of an output no thread wrote (all False for a
+    dtype without a marker).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpulab.kernels.gym_tasks import unwritten, unwritten_like
+    >>> out = unwritten_like(3, dtype=np.float64); out[1] = 2.0
+    >>> unwritten(out).tolist(), unwritten(np.full(2, np.nan, np.float32)).tolist()
+    ([True, False, True], [False, False])
+    """
+    marker = _MARKERS.get(array.dtype)
+    if marker is None:
+        return np.zeros(array.shape, dtype=bool)
+    return np.ascontiguousarray(array).view(marker[0]) == marker[1]
 
 
 def _random(rng, *shape, scale: float = 1.0) -> np.ndarray:
@@ -296,7 +342,7 @@ def _reduce_task() -> Task:
         targets=(
             Target(
                 "atomic adds",
-                lambda c, s: c.atomics,
+                lambda c, s: c.global_atomics,
                 blocks,
                 True,
                 "{value:.0f} atomic adds to one address where one per block ({goal:.0f}) would "
@@ -644,3 +690,182 @@ def get_task(task) -> Task:
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not a gym task; choose one of {sorted(TASKS)}")
     return TASKS[task]
+
+
+# --------------------------------------------------------------------------- tasks of one's own
+
+
+def reference_parts(name, reference, *, args, arrays, outputs, sizes, dtypes=None) -> dict:
+    """The parts of a task made from a reference function: shapes, inputs, reference.
+
+    :func:`custom_task` (CUDA, the simulator) and
+    :func:`gpulab.kernels.gym_triton.custom_triton_task` (Triton) share them.
+
+    Parameters
+    ----------
+    name : str
+        The task's name.
+    reference : callable
+        ``reference(**inputs)`` with NumPy arrays and sizes, every argument of the kernel
+        but its outputs, by name; returns the output (one) or a dict of outputs by name.
+    args : sequence of str
+        The kernel's parameters in order: names of ``arrays`` and of ``sizes``.
+    arrays : dict
+        Each array argument's shape, as a tuple of ints and size names: ``{"x": ("n",)}``.
+    outputs : sequence of str
+        The arrays the kernel writes (filled with a marker NaN before it runs, so that an
+        element no thread writes is found).
+    sizes : sequence of dict
+        The problem sizes graded, ``[{"n": 1}, {"n": 1000}]``; the last is the count shape.
+    dtypes : dict or None
+        An array's dtype by name (float32 where not given; float64 and integers too).
+
+    Returns
+    -------
+    dict
+        ``shapes``, ``describe``, ``inputs``, ``reference`` and ``args`` for a task.
+
+    Raises
+    ------
+    TypeError, ValueError
+        A part of the spec that is missing or does not fit the others, named.
+    """
+    from gpulab._checks import positive_int, wrong_type
+
+    if not isinstance(name, str) or not name:
+        raise wrong_type("name", name, "a non-empty str")
+    if not callable(reference):
+        raise wrong_type("reference", reference, "a function of the inputs, by name")
+    if not isinstance(arrays, dict) or not arrays:
+        raise wrong_type("arrays", arrays, 'a dict of shapes, e.g. {"x": ("n",)}')
+    if isinstance(sizes, dict) or not isinstance(sizes, (list, tuple)) or not sizes:
+        raise wrong_type("sizes", sizes, 'a list of dicts of sizes, e.g. [{"n": 1}, {"n": 33}]')
+    keys = list(sizes[0]) if isinstance(sizes[0], dict) else None
+    for s in sizes:
+        if not isinstance(s, dict) or list(s) != keys:
+            raise ValueError(f"sizes={sizes!r}: each must be a dict with the keys {keys}")
+        for k, v in s.items():
+            positive_int(f"sizes[{k!r}]", v)
+    args, outputs = tuple(args), tuple(outputs)
+    for a in args:
+        if a not in arrays and a not in keys:
+            raise ValueError(f"args: {a!r} is neither an array ({sorted(arrays)}) nor a size "
+                             f"({keys})")  # fmt: skip
+    for o in outputs:
+        if o not in arrays or o not in args:
+            raise ValueError(f"outputs: {o!r} must be an array argument, one of "
+                             f"{[a for a in args if a in arrays]}")  # fmt: skip
+    dtypes = {k: np.dtype(v) for k, v in (dtypes or {}).items()}
+    for k in dtypes:
+        if k not in arrays:
+            raise ValueError(f"dtypes: {k!r} is not an array, one of {sorted(arrays)}")
+    for k, shape in arrays.items():
+        for d in shape:
+            if not (isinstance(d, int) or d in keys):
+                raise ValueError(f"arrays[{k!r}]: {d!r} is neither an int nor a size ({keys})")
+
+    def shape_of(array: str, size: dict) -> tuple:
+        return tuple(size[d] if isinstance(d, str) else d for d in arrays[array])
+
+    def as_size(shape: tuple) -> dict:
+        return dict(zip(keys, shape, strict=True))
+
+    def inputs(shape, rng):
+        size = as_size(shape)
+        made = {}
+        for a in args:
+            if a not in arrays:
+                made[a] = size[a]
+                continue
+            dtype = dtypes.get(a, np.dtype(_F32))
+            if a in outputs:
+                made[a] = _nan(*shape_of(a, size), dtype=dtype)
+            elif dtype.kind == "f":
+                made[a] = rng.standard_normal(shape_of(a, size)).astype(dtype)
+            else:
+                made[a] = rng.integers(0, 10, shape_of(a, size)).astype(dtype)
+        return made
+
+    def expected(made: dict) -> dict:
+        given = {k: v for k, v in made.items() if k not in outputs}
+        result = reference(**given)
+        if not isinstance(result, dict):
+            result = {outputs[0]: result}
+        missing = [o for o in outputs if o not in result]
+        if missing:
+            raise ValueError(f"reference: returned no value for {missing}")
+        return {o: np.asarray(result[o], dtype=np.float64) for o in outputs}
+
+    return {
+        "shapes": tuple(tuple(s.values()) for s in sizes),
+        "describe": lambda shape: ", ".join(f"{k} = {v}" for k, v in as_size(shape).items()),
+        "inputs": inputs,
+        "reference": expected,
+        "args": args,
+        "launch_of": lambda fn: (lambda shape: fn(**as_size(shape))),
+    }
+
+
+def custom_task(
+    name: str,
+    reference,
+    *,
+    args,
+    arrays: dict,
+    outputs,
+    sizes,
+    launch,
+    dtypes: dict | None = None,
+    rtol: float = 1e-5,
+    atol: float = 1e-6,
+    title: str = "",
+) -> Task:
+    """A gym task of one's own, from a NumPy reference function; graded like the others.
+
+    Parameters are those of :func:`reference_parts`, and:
+
+    launch : callable
+        ``launch(**size) -> (grid, block)``.
+    rtol, atol : float
+        Tolerances of the comparison with the reference.
+    title : str
+        A heading ('' gives the name).
+
+    The task has no count targets and no torch operation to be timed against.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpulab.kernels import gym, gym_tasks
+    >>> task = gym_tasks.custom_task(
+    ...     "twice", lambda x, n: 2 * x, args=("x", "out", "n"),
+    ...     arrays={"x": ("n",), "out": ("n",)}, outputs=("out",),
+    ...     sizes=[{"n": 1}, {"n": 70}], launch=lambda n: ((n + 31) // 32, 32),
+    ...     dtypes={"x": np.float64, "out": np.float64})
+    >>> def twice(x, out, n):
+    ...     i = cuda.grid(1)
+    ...     if i < n:
+    ...         out[i] = 2 * x[i]
+    >>> gym.grade_kernel(twice, task, quiet=True).passed
+    True
+    """
+    parts = reference_parts(name, reference, args=args, arrays=arrays, outputs=outputs,
+                            sizes=sizes, dtypes=dtypes)  # fmt: skip
+    if not callable(launch):
+        raise TypeError(f"launch={launch!r} must be a function of the sizes -> (grid, block)")
+    return Task(
+        name=name,
+        title=title or name,
+        args=parts["args"],
+        shapes=parts["shapes"],
+        describe=parts["describe"],
+        inputs=parts["inputs"],
+        outputs=tuple(outputs),
+        reference=parts["reference"],
+        launch=parts["launch_of"](launch),
+        targets=(),
+        rtol=float(rtol),
+        atol=float(atol),
+        torch_op=None,
+        gpu_shape=parts["shapes"][-1],
+    )

@@ -8,17 +8,27 @@ results with NumPy's: in Triton's interpreter on a CPU (``TRITON_INTERPRET=1``, 
 also times the kernel against torch (a measurement, labelled with the device and the date).
 
 Every tensor the kernel sees sits between two guard zones filled with a marker value: a
-load without a mask reads the marker (and the result is wrong), a store without a mask
-overwrites it, and the report says which. A stray pointer far beyond the guards is not
-caught (on a CPU it reads or writes the interpreter's own memory).
+store without a mask overwrites it, and the report says so. In the interpreter every load is
+also checked: a lane that the mask leaves on and that reads outside its tensors is reported
+even where the store is masked (so the wrong values never reach the output); compiled on a
+GPU, such a load reads the marker and shows in the result. A stray pointer far beyond the
+guards is not caught by a store check (on a CPU it writes the interpreter's own memory).
+
+On a GPU of compute capability below 8.0 (Turing, Volta), which has no TF32, the grader sets
+Triton's default precision of ``tl.dot`` on FP32 tiles (``TRITON_F32_DEFAULT``) to
+``"ieee"`` while it runs the learner's kernel, and says so when the kernel still fails on
+TF32.
 
 See also the chapter "Inside a fast kernel" (``book/kernels.md``) and the gym labs.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
+import inspect
 import math
+import os
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -32,6 +42,7 @@ __all__ = [
     "TRITON_TASKS",
     "TritonReport",
     "TritonTask",
+    "custom_triton_task",
     "grade_triton",
     "triton_modules",
 ]
@@ -191,6 +202,73 @@ TRITON_TASKS: dict[str, TritonTask] = {
 }
 
 
+def custom_triton_task(
+    name: str,
+    reference,
+    *,
+    args,
+    arrays: dict,
+    outputs,
+    sizes,
+    grid,
+    constants: dict | None = None,
+    dtypes: dict | None = None,
+    guard: int = 0,
+    title: str = "",
+) -> TritonTask:
+    """A Triton gym task of one's own, from a NumPy reference function.
+
+    Parameters are those of :func:`gpulab.kernels.gym_tasks.reference_parts`, and:
+
+    grid : callable
+        ``grid(**size) -> tuple``: the programs launched.
+    constants : dict or None
+        The kernel's ``tl.constexpr`` parameters and their values (after ``args``).
+    guard : int
+        Elements of guard zone on each side of every tensor (0: the largest constant, at
+        least 64).
+    title : str
+        A heading ('' gives the name).
+
+    The task is not timed on a GPU (it has no torch operation to compare with).
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from gpulab.kernels import gym_triton
+    >>> task = gym_triton.custom_triton_task(
+    ...     "twice", lambda x_ptr, n: 2 * x_ptr, args=("x_ptr", "out_ptr", "n"),
+    ...     arrays={"x_ptr": ("n",), "out_ptr": ("n",)}, outputs=("out_ptr",),
+    ...     sizes=[{"n": 1}, {"n": 300}], grid=lambda n: ((n + 127) // 128,),
+    ...     constants={"BLOCK": 128}, dtypes={"x_ptr": np.float64, "out_ptr": np.float64})
+    >>> task.describe(task.shapes[-1]), task.grid(task.shapes[-1])
+    ('n = 300', (3,))
+    """
+    from gpulab.kernels.gym_tasks import reference_parts
+
+    parts = reference_parts(name, reference, args=args, arrays=arrays, outputs=outputs,
+                            sizes=sizes, dtypes=dtypes)  # fmt: skip
+    constants = dict(constants or {})
+    if not callable(grid):
+        raise wrong_type("grid", grid, "a function of the sizes -> tuple of programs")
+    ints = [v for v in constants.values() if isinstance(v, int) and not isinstance(v, bool)]
+    return TritonTask(
+        name=name,
+        title=title or name,
+        args=parts["args"],
+        constants=constants,
+        shapes=parts["shapes"],
+        describe=parts["describe"],
+        inputs=parts["inputs"],
+        outputs=tuple(outputs),
+        reference=parts["reference"],
+        grid=parts["launch_of"](grid),
+        guard=int(guard) or max([64, *ints]),
+        torch_op=None,
+        gpu_shape=parts["shapes"][-1],
+    )
+
+
 @dataclass(frozen=True)
 class TritonReport:
     """What :func:`grade_triton` found: a line per shape, and the verdict."""
@@ -228,10 +306,97 @@ def _guarded(array: np.ndarray, guard: int, device: str):
     """A torch tensor with ``array``'s values, inside a buffer with guard zones around it."""
     import torch
 
-    buf = torch.full((array.size + 2 * guard,), _GUARD_VALUE, dtype=torch.float32, device=device)
+    t = torch.from_numpy(np.ascontiguousarray(array))
+    buf = torch.full((array.size + 2 * guard,), _GUARD_VALUE, dtype=t.dtype, device=device)
     view = buf[guard : guard + array.size].view(array.shape)
-    view.copy_(torch.from_numpy(array))
+    view.copy_(t)
     return buf, view
+
+
+class _LoadWatch:
+    """While active, checks every load of Triton's interpreter against the tensors' bytes.
+
+    ``outside`` holds, for the first load with a lane outside every tensor, the name of
+    the tensor whose guard zone it read (or ''), and the number of such lanes.
+    """
+
+    def __init__(self, tensors: dict) -> None:
+        self.ranges = [(name, t.data_ptr(), t.data_ptr() + t.numel() * t.element_size())
+                       for name, t in tensors.items()]  # fmt: skip
+        self.zones = {}
+        self.outside: tuple[str, int] | None = None
+
+    def check(self, ptrs: np.ndarray, mask: np.ndarray) -> None:
+        if self.outside is not None:
+            return
+        address = np.asarray(ptrs).astype(np.uint64).ravel()
+        active = np.broadcast_to(np.asarray(mask, dtype=bool), np.shape(ptrs)).ravel()
+        inside = np.zeros(address.shape, dtype=bool)
+        for _, start, end in self.ranges:
+            inside |= (address >= start) & (address < end)
+        bad = active & ~inside
+        if bad.any():
+            first = int(address[bad][0])
+            near = min(self.ranges, key=lambda r: min(abs(first - r[1]), abs(first - r[2])))
+            self.outside = (near[0], int(bad.sum()))
+
+    @contextlib.contextmanager
+    def active(self):
+        """Patch the interpreter's masked load for the duration (the interpreter only)."""
+        from triton.runtime import interpreter
+
+        builder = interpreter.InterpreterBuilder
+        original = builder.create_masked_load
+        watch = self
+
+        def create_masked_load(self, ptrs, mask, other, *args, **kwargs):
+            watch.check(ptrs.data, mask.data)
+            return original(self, ptrs, mask, other, *args, **kwargs)
+
+        builder.create_masked_load = create_masked_load
+        try:
+            yield self
+        finally:
+            builder.create_masked_load = original
+
+
+def _signature_problem(kernel, name: str, task: TritonTask) -> str:
+    """The sentence for a kernel whose parameters are not the task's ('' when they are)."""
+    try:
+        params = list(inspect.signature(getattr(kernel, "fn", kernel)).parameters)
+    except (TypeError, ValueError):  # a stand-in without a Python signature
+        return ""
+    wanted = [*task.args, *task.constants]
+    if params == wanted:
+        return ""
+    constants = ", ".join(f"{k}={v}" for k, v in task.constants.items())
+    return (
+        f"{name} takes ({', '.join(params)}), but the {task.name} task launches it as "
+        f"{name}[grid]({', '.join(task.args)}{', ' if constants else ''}{constants}): give it "
+        "these parameters, in this order"
+    )
+
+
+_TF32_WORDS = ("tf32", "input_precision")
+
+
+@contextlib.contextmanager
+def _fp32_dot_default(device: str):
+    """``TRITON_F32_DEFAULT=ieee`` while a kernel is compiled for a GPU without TF32
+    (compute capability below 8.0), unless it is set already; nothing elsewhere."""
+    if device != "cuda" or "TRITON_F32_DEFAULT" in os.environ:
+        yield
+        return
+    from gpulab.kernels import triton_kernels as tk
+
+    if tk.dot_input_precision() != "ieee":
+        yield
+        return
+    os.environ["TRITON_F32_DEFAULT"] = "ieee"
+    try:
+        yield
+    finally:
+        os.environ.pop("TRITON_F32_DEFAULT", None)
 
 
 def _run_shape(kernel, task: TritonTask, shape, rng, device: str) -> str:
@@ -244,11 +409,19 @@ def _run_shape(kernel, task: TritonTask, shape, rng, device: str) -> str:
         else:
             tensors[name] = value
     label = task.describe(shape)
+    watch = _LoadWatch({k: v for k, v in tensors.items() if k in buffers})
     try:
-        kernel[task.grid(shape)](*[tensors[a] for a in task.args], **task.constants)
+        with watch.active() if device == "cpu" else contextlib.nullcontext():
+            kernel[task.grid(shape)](*[tensors[a] for a in task.args], **task.constants)
     except Exception as exc:  # noqa: BLE001 - the learner's bug, said in a sentence
         first = (str(exc).strip().splitlines() or [""])[-1]
-        return f"{label}: the kernel raised {type(exc).__name__}: {first}"
+        said = f"{label}: the kernel raised {type(exc).__name__}: {first}"
+        if device == "cuda" and any(w in str(exc).lower() for w in _TF32_WORDS):
+            said += (
+                " (tl.dot on FP32 tiles defaults to TF32, which this GPU lacks below compute "
+                "capability 8.0: pass input_precision=\"ieee\" to tl.dot)"
+            )
+        return said
     for name, buf in buffers.items():
         zone = np.concatenate([buf[: task.guard].cpu().numpy(), buf[-task.guard :].cpu().numpy()])
         if not (zone == _GUARD_VALUE).all():
@@ -256,6 +429,14 @@ def _run_shape(kernel, task: TritonTask, shape, rng, device: str) -> str:
                 f"{label}: the kernel stored outside {name} (past its end or before its start): "
                 "mask the store (mask=offsets < n) so that lanes past the end write nothing"
             )
+    if watch.outside is not None:
+        name, lanes = watch.outside
+        return (
+            f"{label}: the kernel loaded outside {name} (past its end or before its start) "
+            f"in {lanes} lane{'' if lanes == 1 else 's'}: mask the load (mask=offsets < n, "
+            "with other= a value that leaves the result alone, such as -inf for a maximum "
+            "or 0.0 for a sum), even where the store is masked"
+        )
     expected = task.reference(host)
     for name in task.outputs:
         got = tensors[name].cpu().numpy().astype(np.float64)
@@ -314,15 +495,16 @@ def triton_modules():
     return triton, tl
 
 
-def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
+def grade_triton(kernel, task, *, quiet: bool = False) -> TritonReport:
     """Run a ``@triton.jit`` kernel on a gym task's shapes and check it against NumPy.
 
     Parameters
     ----------
     kernel : triton.JITFunction or None
         The learner's kernel; None means "not written yet".
-    task : str
-        One of :data:`TRITON_TASKS`.
+    task : str or TritonTask
+        One of :data:`TRITON_TASKS`, or a task of one's own (:func:`triton_task` makes one
+        from a reference function).
     quiet : bool
         Do not print the report.
 
@@ -336,12 +518,16 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
     """
     from gpulab.kernels import triton_kernels as tk
 
-    if not isinstance(task, str):
-        raise wrong_type("task", task, f"a Triton task name, one of {sorted(TRITON_TASKS)}")
-    if task not in TRITON_TASKS:
+    if isinstance(task, TritonTask):
+        spec = task
+    elif not isinstance(task, str):
+        raise wrong_type("task", task, f"a Triton task name, one of {sorted(TRITON_TASKS)}, "
+                         "or a TritonTask")  # fmt: skip
+    elif task not in TRITON_TASKS:
         raise ValueError(f"task={task!r} is not a Triton gym task; one of {sorted(TRITON_TASKS)}")
+    else:
+        spec = TRITON_TASKS[task]
     flag("quiet", quiet)
-    spec = TRITON_TASKS[task]
     head = f"Kernel gym, task {spec.name!r}"
     if kernel is None:
         line = f"{head}: no kernel yet; write it above, set answer to it, run this cell again."
@@ -360,13 +546,18 @@ def grade_triton(kernel, task: str, *, quiet: bool = False) -> TritonReport:
     name = getattr(getattr(kernel, "fn", kernel), "__name__", "kernel")
     device = "cpu" if tk.interpreted() else "cuda"
     rng = np.random.default_rng(_SEED)
-    problems = tuple(_run_shape(kernel, spec, s, rng, device) for s in spec.shapes)
+    wrong_signature = _signature_problem(kernel, name, spec)
+    if wrong_signature:
+        problems = tuple(wrong_signature for _ in spec.shapes)
+    else:
+        with _fp32_dot_default(device):
+            problems = tuple(_run_shape(kernel, spec, s, rng, device) for s in spec.shapes)
     where = "interpreted on the CPU" if device == "cpu" else "compiled on the GPU"
     lines = [f"Kernel gym: {name} on task {spec.name!r}, {where}"]
     lines += [f"  {'WRONG' if p else 'right'}  {spec.describe(s)}" for p, s in zip(
         problems, spec.shapes, strict=True)]  # fmt: skip
     gpu = ""
-    if device == "cuda" and not any(problems):
+    if device == "cuda" and not any(problems) and spec.torch_op is not None:
         gpu = _time_on_gpu(kernel, spec)
         lines.append(f"  {gpu}")
     first = next((p for p in problems if p), "")

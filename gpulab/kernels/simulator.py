@@ -11,8 +11,9 @@ Two ways in, one simulator underneath:
 * :func:`launch` runs ``kernel(ctx, *args)``, where ``ctx`` (a :class:`ThreadContext`)
   holds CUDA's built-in variables: the first kernels of the chapter "What a GPU is".
 * :func:`simulate` runs a kernel written in **Numba's CUDA kernel language** (``cuda.grid``,
-  ``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``), the same function that
-  ``numba.cuda.jit`` compiles for a GPU. It records every global and shared-memory access,
+  ``cuda.threadIdx``, ``cuda.shared.array``, ``cuda.syncthreads``, ``cuda.syncwarp``, warp
+  shuffles and votes, device functions), the same function that ``numba.cuda.jit``
+  compiles for a GPU. It records every global and shared-memory access,
   groups them into warp-wide requests and counts them: 32-byte sectors requested against
   the fewest that could serve the same bytes, 128-byte lines, shared-memory bank conflicts
   and the fraction of a warp's lanes that were active. These are **counts, not times**.
@@ -32,11 +33,11 @@ See also the chapters "What a GPU is" (``book/gpu_basics.md``) and "Inside a fas
 
 from __future__ import annotations
 
+import ast
 import contextvars
 import ctypes
 import itertools
 import linecache
-import re
 import sys
 import threading
 import traceback
@@ -208,17 +209,22 @@ class _Engine:
         self.current: _Thread | None = None
         self.log: list[tuple] = []  # (array id, block, warp, lane, line, write, occurrence, byte)
         self.arrays: list[tuple[str, str, int]] = []  # array id -> (name, space, itemsize)
+        self.offsets: list[int] = []  # array id -> byte offset of its first element
         self.shared: dict = {}  # this block's shared arrays, by call site
+        self.shared_sites: list = []  # ((code, line), site) of each, in the order first called
         self.epoch = 0  # barriers this block has passed
+        self.warp_epochs: dict[int, int] = {}  # cuda.syncwarp() calls each warp has passed
         self.barriers = 0  # barriers passed, summed over blocks
         self.atomics = 0  # atomic operations by single threads
+        self.shared_atomics = 0  # those on shared arrays
         self.hazards = HazardTracker() if strict else None
         self.steps_left = STRICT_STEP_LIMIT  # accesses and barrier waits, counted when strict
         self._wait: Callable | None = None  # the running block's barrier
         self.os_thread: int | None = None  # the OS thread running a kernel thread, if not ours
 
-    def add_array(self, name: str, space: str, itemsize: int) -> int:
+    def add_array(self, name: str, space: str, itemsize: int, offset: int = 0) -> int:
         self.arrays.append((name, space, itemsize))
+        self.offsets.append(offset)
         return len(self.arrays) - 1
 
     def record(self, array_id: int, byte: int, line: int, write: bool) -> None:
@@ -242,23 +248,43 @@ class _Engine:
         self.step(frame)
         t = self.current
         other = self.hazards.access(
-            array._id, byte, block=t.block, epoch=self.epoch, thread=t.linear, write=write
+            array._id,
+            byte,
+            block=t.block,
+            epoch=self.epoch,
+            thread=t.linear,
+            write=write,
+            warp=t.warp,
+            warp_epoch=self.warp_epochs.get(t.warp, 0),
         )
         if other is None:
             return
-        block, thread, wrote = other
+        block, thread, wrote, warp = other
         if thread == -2:
             who = "other threads" + (" of other blocks" if block != t.block else "")
         else:
             who = "another thread" if block == t.block else "a thread of another block"
         done = "wrote" if wrote else "read"
         name = self.arrays[array._id][0]
-        fix = (
-            "put cuda.syncthreads() between the write and the reads, and between the last "
-            "read and the next write"
-            if self.arrays[array._id][1] == "shared"
-            else "give every thread its own element to write, or use cuda.atomic.add"
-        )
+        if self.arrays[array._id][1] != "shared":
+            fix = "give every thread its own element to write, or use cuda.atomic.add"
+        elif block == t.block and warp == t.warp and self.block.size <= WARP_SIZE:
+            fix = (
+                f"the threads are lanes of warp {t.warp}, which do not run in lockstep on GPUs "
+                "since Volta: put cuda.syncwarp() (or cuda.syncthreads()) between the write and "
+                "the reads, and between the last read and the next write"
+            )
+        else:
+            fix = (
+                "put cuda.syncthreads() between the write and the reads, and between the last "
+                "read and the next write"
+            )
+            if block == t.block and warp == t.warp:
+                fix += (
+                    f" (the threads are lanes of warp {t.warp}: where only one warp's lanes run "
+                    "this part, as inside `if tid < 32`, use cuda.syncwarp() there instead, "
+                    "since a cuda.syncthreads() that the other warps skip is a deadlock)"
+                )
         raise RaceError(
             f"race on {name}{_index_text(idx)}: {t.describe()} "
             f"{'writes' if write else 'reads'} it at {_site(frame)}, and {who} {done} it "
@@ -272,7 +298,11 @@ class _Engine:
                 for i, thread_idx in enumerate(_indices(self.block))
             ]
             self.shared = {}
+            self.shared_sites = []
             self.epoch = 0
+            self.warp_epochs = {}
+            self.exchange_gens: dict[int, int] = {}  # shuffles and votes each warp has passed
+            self.exchanges: dict = {}  # (warp, exchange) -> {lane: value}
             if barriers:
                 self._run_with_barriers(threads, body)
             else:
@@ -281,30 +311,85 @@ class _Engine:
                     body()
         self.current = None
 
-    # A block whose kernel calls syncthreads runs in phases: every waiting thread, in thread
-    # order, runs until it reaches a barrier or returns; then the next phase starts. Each
+    # A block whose kernel calls syncthreads or syncwarp runs in phases: every ready thread,
+    # in thread order, runs until it reaches a barrier or returns. A warp whose running lanes
+    # all wait at a cuda.syncwarp() goes on (its lanes become ready again); when no thread
+    # is ready, every thread waits at a cuda.syncthreads() and the next phase starts. Each
     # thread is a greenlet (or an OS thread) that the loop below resumes one at a time.
     def _run_with_barriers(self, threads: list[_Thread], body: Callable[[], None]) -> None:
         resume, stop = _greenlet_block(self, body, threads) or _os_thread_block(self, body)
         try:
-            waiting = list(threads)
-            returned: list[_Thread] = []
-            while waiting:
-                arrived = []
-                for t in waiting:
+            ready = list(threads)
+            returned: list[tuple[_Thread, None]] = []
+            at_block: dict[int, tuple[_Thread, str]] = {}
+            at_warp: dict[int, tuple[_Thread, str]] = {}
+            while True:
+                for t in ready:
                     self.current = t
                     site = resume(t)
-                    (returned if site is None else arrived).append((t, site))
-                if not arrived:
+                    if site is None:
+                        returned.append((t, None))
+                    elif isinstance(site, tuple):  # ("warp", site, what): syncwarp, a shuffle
+                        at_warp[t.linear] = (t, site[1], site[2])
+                    else:
+                        at_block[t.linear] = (t, site)
+                ready = self._release_warps(threads, at_warp, at_block)
+                if ready:
+                    continue
+                if not at_block:
                     break
+                arrived = [at_block[i] for i in sorted(at_block)]
                 sites = {site for _, site in arrived}
                 if returned or len(sites) > 1:
                     raise BarrierError(_barrier_message(threads, arrived, returned))
                 self.epoch += 1
                 self.barriers += 1
-                waiting = [t for t, _ in arrived]
+                ready = [t for t, _ in arrived]
+                at_block = {}
         finally:
             stop()
+
+    def _release_warps(self, threads, at_warp: dict, at_block: dict) -> list[_Thread]:
+        """The lanes that a cuda.syncwarp(), a shuffle or a vote lets go on: those of every
+        warp whose lanes all wait at one kind of them (lanes that returned do not hold a warp
+        back). A cuda.syncwarp() orders the lanes' memory accesses; a shuffle or a vote
+        exchanges values only."""
+        if not at_warp:
+            return []
+        ready = []
+        for warp in sorted({t.warp for t, *_ in at_warp.values()}):
+            lanes = [t for t in threads if t.warp == warp]
+            waiting = [at_warp[t.linear] for t in lanes if t.linear in at_warp]
+            if any(t.linear in at_block for t in lanes):
+                other = next(at_block[t.linear] for t in lanes if t.linear in at_block)
+                raise BarrierError(
+                    f"deadlock in warp {warp} of block "
+                    f"{waiting[0][0].describe().split(' of block ')[1]}: "
+                    f"{waiting[0][0].describe()} waits at {waiting[0][2]} at {waiting[0][1]}, "
+                    f"while {other[0].describe()} of the same warp waits at "
+                    f"cuda.syncthreads() at {other[1]}; on a GPU the block hangs. Every lane of "
+                    "a warp must reach the same kind of barrier: take cuda.syncthreads() out of "
+                    "the `if` that only some lanes enter."
+                )
+            kinds = sorted({what for *_, what in waiting})
+            if len(kinds) > 1:
+                first: dict = {}
+                for t, site, what in waiting:
+                    first.setdefault(what, (t, site))
+                a, b = (first[k] for k in kinds[:2])
+                raise BarrierError(
+                    f"deadlock in warp {warp}: {a[0].describe()} waits at {kinds[0]} at {a[1]}, "
+                    f"while {b[0].describe()} waits at {kinds[1]} at {b[1]}; the lanes of a "
+                    "warp must reach the same warp operations in the same order."
+                )
+            for t, *_ in waiting:
+                del at_warp[t.linear]
+                ready.append(t)
+            if kinds == ["cuda.syncwarp()"]:
+                self.warp_epochs[warp] = self.warp_epochs.get(warp, 0) + 1
+            else:
+                self.exchange_gens[warp] = self.exchange_gens.get(warp, 0) + 1
+        return sorted(ready, key=lambda t: t.linear)
 
     def syncthreads(self, site: str, frame) -> None:
         """A barrier: outside a block with barriers every thread runs on on its own."""
@@ -314,6 +399,30 @@ class _Engine:
             me = self.current
             self._wait(site)
             self.current = me
+
+    def syncwarp(self, site: str, frame) -> None:
+        """A warp's lanes meet: accesses before it are ordered with those after it."""
+        if self.strict:
+            self.step(frame)
+        if self._wait is None:
+            raise RuntimeError("cuda.syncwarp() outside a block run with barriers")
+        me = self.current
+        self._wait(("warp", site, "cuda.syncwarp()"))
+        self.current = me
+
+    def exchange(self, what: str, value, frame) -> dict:
+        """A shuffle or a vote: this lane leaves ``value`` and waits for the other lanes of
+        its warp; returns every taking part lane's value, by lane."""
+        if self.strict:
+            self.step(frame)
+        if self._wait is None:
+            raise RuntimeError(f"{what} outside a block run with barriers")
+        me = self.current
+        key = (me.warp, self.exchange_gens.get(me.warp, 0))
+        self.exchanges.setdefault(key, {})[me.lane] = value
+        self._wait(("warp", _site(frame), what))
+        self.current = me
+        return self.exchanges[key]
 
 
 def _index_text(idx) -> str:
@@ -538,9 +647,9 @@ class _TracedArray:
     def __init__(self, array: np.ndarray, engine: _Engine, name: str, space: str) -> None:
         self._a = array
         self._engine = engine
-        self._id = engine.add_array(name, space, array.itemsize)
         self._strides = array.strides
         self._offset = _allocation_offset(array)
+        self._id = engine.add_array(name, space, array.itemsize, self._offset)
         self.shape, self.dtype, self.size, self.ndim = (
             array.shape,
             array.dtype,
@@ -564,14 +673,14 @@ class _TracedArray:
         """The error for an index outside the array (negative ones too), or None."""
         parts = idx if isinstance(idx, tuple) else (idx,)
         name = self._engine.arrays[self._id][0]
-        if any(isinstance(i, (float, np.floating)) for i in parts):
+        if any(type(i) is not int and isinstance(i, (float, np.floating)) for i in parts):
             return IndexTypeError(
                 f"{name}{_index_text(idx)}: an index must be an integer; "
                 f"{self._engine.current.describe()} {'writes' if write else 'reads'} it at "
                 f"{_site(frame)}: `/` gives a float in Python even for two integers, so "
                 "divide with `//` (or convert with int())"
             )
-        if not all(isinstance(i, Integral) for i in parts):
+        if not all(type(i) is int or isinstance(i, Integral) for i in parts):
             return None  # a slice: NumPy's own error says more
         bad = len(parts) != self.ndim or any(
             not 0 <= int(i) < n for i, n in zip(parts, self.shape, strict=False)
@@ -644,9 +753,48 @@ class _TracedArray:
                 f"{engine.arrays[self._id][0]}{_index_text(idx)} is out of bounds at {_site(frame)}"
             ) from None
         engine.atomics += 1
+        if engine.arrays[self._id][1] == "shared":
+            engine.shared_atomics += 1
         if engine.trace:  # a read-modify-write: counted as one access, never as a race
             engine.record(self._id, self._byte(idx), frame.f_lineno, True)
         return old
+
+
+def _dtype(dtype, what: str) -> np.dtype:
+    """A NumPy dtype from what a kernel passes: a NumPy type, or a Numba one
+    (``numba.float32``, ``numba.types.int32``, whose names are NumPy's)."""
+    try:
+        return np.dtype(dtype)
+    except TypeError:
+        pass
+    name = {"boolean": "bool"}.get(str(dtype), str(dtype))
+    try:
+        return np.dtype(name)
+    except TypeError:
+        raise UnsupportedError(
+            f"{what}: the dtype {dtype!r} is not one the simulator knows; use a NumPy or "
+            "Numba scalar type such as float32, numba.float32 or numba.types.int32"
+        ) from None
+
+
+def _shared_names(frame) -> list[str]:
+    """The variables a line's ``cuda.shared.array`` calls are assigned to, in call order:
+    ``sA = cuda.shared.array(...)`` gives ``["sA"]``, ``sA, sB = (cuda.shared.array(...),
+    cuda.shared.array(...))`` gives ``["sA", "sB"]``."""
+    line = linecache.getline(frame.f_code.co_filename, frame.f_lineno).strip()
+    try:
+        tree = ast.parse(line)
+    except SyntaxError:
+        return []
+    if not tree.body or not isinstance(tree.body[0], ast.Assign):
+        return []
+    node = tree.body[0]
+    target, value = node.targets[0], node.value
+    if isinstance(target, ast.Name):
+        return [target.id]
+    if isinstance(target, ast.Tuple) and isinstance(value, ast.Tuple):
+        return [t.id if isinstance(t, ast.Name) else "" for t in target.elts]
+    return []
 
 
 class _Shared:
@@ -654,16 +802,26 @@ class _Shared:
         self._engine = engine
 
     def array(self, shape, dtype):
-        """One array per block and call site, shared by the block's threads."""
+        """One array per block and call, shared by the block's threads.
+
+        A call is a place in the code (its line and its position on the line), so two
+        calls on one line are two arrays, as for Numba, and a call in a loop is one.
+        """
         engine = self._engine
         frame = sys._getframe(1)
-        site = frame.f_lineno
+        site = (frame.f_code, frame.f_lasti)
         if site not in engine.shared:
             # Named after the variable it is assigned to (``sA = cuda.shared.array(...)``).
-            line = linecache.getline(frame.f_code.co_filename, site)
-            found = re.match(r"\s*(\w+)\s*=\s*cuda\.shared\.array", line)
-            name = found[1] if found else f"shared@{site}"
-            engine.shared[site] = _TracedArray(np.zeros(shape, dtype), engine, name, "shared")
+            on_line = sum(1 for c, _ in engine.shared_sites if c == (frame.f_code, frame.f_lineno))
+            names = _shared_names(frame)
+            name = (
+                names[on_line]
+                if on_line < len(names) and names[on_line]
+                else (f"shared@{frame.f_lineno - frame.f_code.co_firstlineno + 1}")
+            )
+            engine.shared_sites.append(((frame.f_code, frame.f_lineno), site))
+            array = np.zeros(shape, _dtype(dtype, "cuda.shared.array"))
+            engine.shared[site] = _TracedArray(array, engine, name, "shared")
         return engine.shared[site]
 
 
@@ -671,16 +829,31 @@ class _Local:
     @staticmethod
     def array(shape, dtype):
         """Per-thread scratch (registers or local memory): not counted."""
-        return np.zeros(shape, dtype)
+        return np.zeros(shape, _dtype(dtype, "cuda.local.array"))
+
+
+#: Warp shuffles and votes: the lanes of a warp meet and exchange values, in lockstep.
+WARP_EXCHANGES = frozenset({
+    "shfl_sync", "shfl_up_sync", "shfl_down_sync", "shfl_xor_sync", "all_sync", "any_sync",
+    "eq_sync", "ballot_sync", "match_any_sync", "match_all_sync",
+})  # fmt: skip
+_FULL_MASK = 0xFFFFFFFF
 
 
 def _unsupported(what: str) -> UnsupportedError:
+    if what == "cuda.activemask":
+        return UnsupportedError(
+            "cuda.activemask is refused by the course's simulator because its value depends "
+            "on which lanes a divergent branch leaves active at that instant, which a "
+            "simulator running a warp's lanes one after another cannot know: pass the full "
+            "mask, 0xffffffff, and let every lane of the warp reach the shuffle or vote."
+        )
     return UnsupportedError(
         f"{what} is not supported by the course's simulator; it models cuda.grid, "
         "cuda.gridsize, threadIdx, blockIdx, blockDim, gridDim, laneid, warpsize, "
-        "cuda.shared.array, cuda.local.array, cuda.syncthreads and cuda.atomic.add, .max "
-        "and .min. Write the step with these (shared memory and a barrier instead of a warp "
-        "shuffle), or run it on a GPU."
+        "cuda.shared.array, cuda.local.array, cuda.syncthreads, cuda.syncwarp, the warp "
+        "shuffles and votes of the whole warp, @cuda.jit(device=True) functions and "
+        "cuda.atomic.add, .max and .min. Write the step with these, or run it on a GPU."
     )
 
 
@@ -757,6 +930,101 @@ class _SimCuda:
         frame = sys._getframe(1)
         self._engine.syncthreads(_site(frame), frame)
 
+    # Shuffles and votes: every lane of the warp that has not returned meets the others at
+    # the call, leaves its value and reads the lane it asks for (lockstep semantics).
+    def _exchange(self, name: str, mask, value) -> tuple[dict, int, object]:
+        frame = sys._getframe(2)
+        if mask != _FULL_MASK:
+            raise UnsupportedError(
+                f"cuda.{name}({mask!r}, ...) at {_site(frame)}: the simulator models warp "
+                "shuffles and votes of the whole warp only (mask 0xffffffff)"
+            )
+        values = self._engine.exchange(f"cuda.{name}", value, frame)
+        return values, self._engine.current.lane, frame
+
+    def _read_lane(self, name: str, values: dict, lane: int, src: int, frame):
+        if src not in values:
+            raise BarrierError(
+                f"cuda.{name} at {_site(frame)}: lane {lane} of warp "
+                f"{self._engine.current.warp} reads the value of lane {src}, which did not "
+                "take part (its thread returned, or the block has no such thread); on a GPU "
+                "the value is undefined. Let every lane of the warp reach the shuffle."
+            )
+        return values[src]
+
+    def shfl_sync(self, mask, value, src_lane):
+        """The value of lane ``src_lane`` (mod 32)."""
+        values, lane, frame = self._exchange("shfl_sync", mask, value)
+        return self._read_lane("shfl_sync", values, lane, int(src_lane) % WARP_SIZE, frame)
+
+    def shfl_up_sync(self, mask, value, delta):
+        """The value of lane ``lane - delta``; lanes below ``delta`` keep their own."""
+        values, lane, frame = self._exchange("shfl_up_sync", mask, value)
+        src = lane - int(delta)
+        return value if src < 0 else self._read_lane("shfl_up_sync", values, lane, src, frame)
+
+    def shfl_down_sync(self, mask, value, delta):
+        """The value of lane ``lane + delta``; lanes past 31 - ``delta`` keep their own."""
+        values, lane, frame = self._exchange("shfl_down_sync", mask, value)
+        src = lane + int(delta)
+        if src >= WARP_SIZE:
+            return value
+        return self._read_lane("shfl_down_sync", values, lane, src, frame)
+
+    def shfl_xor_sync(self, mask, value, lane_mask):
+        """The value of lane ``lane ^ lane_mask`` (a butterfly)."""
+        values, lane, frame = self._exchange("shfl_xor_sync", mask, value)
+        src = lane ^ int(lane_mask)
+        if src >= WARP_SIZE:
+            return value
+        return self._read_lane("shfl_xor_sync", values, lane, src, frame)
+
+    def all_sync(self, mask, predicate) -> bool:
+        """Whether the predicate holds on every lane that takes part."""
+        values, _, _ = self._exchange("all_sync", mask, bool(predicate))
+        return all(values.values())
+
+    def any_sync(self, mask, predicate) -> bool:
+        """Whether the predicate holds on any lane that takes part."""
+        values, _, _ = self._exchange("any_sync", mask, bool(predicate))
+        return any(values.values())
+
+    def eq_sync(self, mask, predicate) -> bool:
+        """Whether the predicate is the same on every lane that takes part."""
+        values, _, _ = self._exchange("eq_sync", mask, bool(predicate))
+        return len(set(values.values())) == 1
+
+    def ballot_sync(self, mask, predicate) -> int:
+        """A 32-bit mask with bit ``i`` set where the predicate holds on lane ``i``."""
+        values, _, _ = self._exchange("ballot_sync", mask, bool(predicate))
+        return sum(1 << lane for lane, p in values.items() if p)
+
+    def match_any_sync(self, mask, value) -> int:
+        """A mask of the lanes whose ``value`` equals this lane's."""
+        values, lane, _ = self._exchange("match_any_sync", mask, value)
+        return sum(1 << other for other, v in values.items() if v == values[lane])
+
+    def match_all_sync(self, mask, value) -> tuple[int, bool]:
+        """``(mask of the lanes, True)`` where every lane's ``value`` is equal, else
+        ``(0, False)``."""
+        values, _, _ = self._exchange("match_all_sync", mask, value)
+        same = len(set(values.values())) == 1
+        return (sum(1 << lane for lane in values) if same else 0), same
+
+    def lanemask_lt(self) -> int:
+        """A mask of the lanes below this one."""
+        return (1 << self._engine.current.lane) - 1
+
+    def syncwarp(self, mask: int = 0xFFFFFFFF) -> None:
+        """The lanes of the warp meet (all of them: a partial ``mask`` is refused)."""
+        frame = sys._getframe(1)
+        if mask != 0xFFFFFFFF:
+            raise UnsupportedError(
+                f"cuda.syncwarp({mask:#x}) at {_site(frame)}: the simulator models a "
+                "cuda.syncwarp() of the whole warp only (mask 0xffffffff, the default)"
+            )
+        self._engine.syncwarp(_site(frame), frame)
+
 
 def _check_launch(kernel, grid, block, what: str) -> tuple[Dim3, Dim3]:
     if not callable(kernel):
@@ -828,8 +1096,14 @@ class KernelCounts:
     lines : int
         128-byte lines touched, summed over requests (the "transactions" of older GPUs).
     shared_requests, shared_wavefronts : int
-        Warp-wide shared-memory accesses, and the passes the banks need to serve them
-        (one per request without bank conflicts).
+        Warp-wide shared-memory accesses, and the passes the banks need to serve them.
+        The 32 banks serve 128 bytes per pass, so a request of 8-byte words is served in
+        two halves of 16 lanes, and one of 16-byte words in four quarters of 8 lanes;
+        each part needs as many passes as the most distinct 4-byte words asked of one bank.
+    shared_ideal_wavefronts : int or None
+        The fewest passes the same requests could need: one per part (of 16 or 8 lanes)
+        with an active lane, so one per request of 4-byte words and two per warp request
+        of 8-byte words. None means one per request.
     active_fraction : float
         Active lanes per memory request over the warp size (1.0 when no lane sits out).
     barriers : int
@@ -837,6 +1111,8 @@ class KernelCounts:
     atomics : int
         Atomic operations (``cuda.atomic.add`` and kin) by single threads; each is also
         counted as one store.
+    shared_atomics : int
+        Those of ``atomics`` on shared arrays (the rest landed in global memory).
     by_array : dict
         The same counts for each array (``"A"``; a shared array by the variable it is
         assigned to, ``"sA"``) and direction
@@ -855,18 +1131,55 @@ class KernelCounts:
     barriers: int = 0
     atomics: int = 0
     by_array: dict = field(default_factory=dict, compare=False, repr=False)
+    shared_ideal_wavefronts: int | None = None
+    shared_atomics: int = 0
+    touches: dict = field(default_factory=dict, compare=False, repr=False)
 
     label = "counted by the simulator (counts, not times)"
 
     def __post_init__(self) -> None:
+        if self.shared_ideal_wavefronts is None:
+            object.__setattr__(self, "shared_ideal_wavefronts", self.shared_requests)
         for name in (
             "global_loads", "global_stores", "global_requests", "sectors", "ideal_sectors",
             "lines", "shared_requests", "shared_wavefronts", "barriers", "atomics",
+            "shared_ideal_wavefronts", "shared_atomics",
         ):  # fmt: skip
             non_negative_int(name, getattr(self, name))
         fraction("active_fraction", self.active_fraction)
-        if not isinstance(self.by_array, dict):
-            raise wrong_type("by_array", self.by_array, "a dict")
+        for name in ("by_array", "touches"):
+            if not isinstance(getattr(self, name), dict):
+                raise wrong_type(name, getattr(self, name), "a dict")
+        self._check_agreement()
+
+    def _check_agreement(self) -> None:
+        """Raise ValueError where two fields contradict each other."""
+        accesses = self.global_loads + self.global_stores
+        rules = (
+            (self.global_requests <= accesses <= WARP_SIZE * self.global_requests,
+             "global_requests", "global_loads + global_stores, between 1 and 32 per request"),
+            (self.global_requests <= self.ideal_sectors <= self.sectors,
+             "ideal_sectors", "between global_requests and sectors (a request touches at "
+             "least one sector, and at least the ideal number)"),
+            (self.lines <= self.sectors <= 4 * self.lines,
+             "sectors", "between lines and 4 x lines (a 128-byte line holds 4 sectors)"),
+            (self.shared_requests <= self.shared_ideal_wavefronts <= self.shared_wavefronts,
+             "shared_ideal_wavefronts", "between shared_requests and shared_wavefronts (a "
+             "request needs at least one pass, and at least the fewest)"),
+            (self.shared_atomics <= self.atomics,
+             "shared_atomics", "at most atomics, which counts every atomic operation"),
+            (self.atomics - self.shared_atomics <= self.global_stores,
+             "atomics", "global atomics (atomics - shared_atomics) at most global_stores, "
+             "which counts each of them"),
+        )  # fmt: skip
+        for holds, name, wanted in rules:
+            if not holds:
+                fields = ", ".join(f"{k}={getattr(self, k)!r}" for k in (
+                    "global_loads", "global_stores", "global_requests", "sectors",
+                    "ideal_sectors", "lines", "shared_requests", "shared_wavefronts",
+                    "shared_ideal_wavefronts", "atomics", "shared_atomics"))  # fmt: skip
+                raise ValueError(f"{name}: the counts disagree ({fields}); {name} must be "
+                                 f"{wanted}")  # fmt: skip
 
     @property
     def sector_efficiency(self) -> float:
@@ -875,8 +1188,14 @@ class KernelCounts:
 
     @property
     def bank_conflicts(self) -> int:
-        """Extra shared-memory passes: wavefronts beyond one per request."""
-        return self.shared_wavefronts - self.shared_requests
+        """Extra shared-memory passes: wavefronts beyond the fewest the requests need (one
+        per request of 4-byte words, two per warp request of 8-byte words)."""
+        return self.shared_wavefronts - self.shared_ideal_wavefronts
+
+    @property
+    def global_atomics(self) -> int:
+        """Atomic operations that landed in global memory."""
+        return self.atomics - self.shared_atomics
 
     @property
     def global_bytes(self) -> int:
@@ -937,11 +1256,8 @@ def _count(engine: _Engine) -> KernelCounts:
     sectors = _unique_per_group(group, byte // SECTOR_BYTES, n_groups)
     lines = _unique_per_group(group, byte // LINE_BYTES, n_groups)
     ideal = -(-_unique_per_group(group, byte, n_groups) * itemsize[g_array] // SECTOR_BYTES)
-    word = byte // BANK_BYTES
-    # Passes a shared request needs: the most distinct words asked of any one bank.
-    bank_group = group * N_BANKS + word % N_BANKS
-    per_bank = _unique_per_group(bank_group, word, n_groups * N_BANKS).reshape(-1, N_BANKS)
-    wavefronts = per_bank.max(axis=1) if n_groups else np.zeros(0, dtype=np.int64)
+    wavefronts, ideal_wavefronts = _wavefronts(group, n_groups, byte, log[:, 3],
+                                               itemsize[array_id])  # fmt: skip
 
     by_array = {}
     for a, (name, space, _) in enumerate(engine.arrays):
@@ -974,11 +1290,61 @@ def _count(engine: _Engine) -> KernelCounts:
         lines=int(lines[glob].sum()),
         shared_requests=int((~glob).sum()),
         shared_wavefronts=int(wavefronts[~glob].sum()),
+        shared_ideal_wavefronts=int(ideal_wavefronts[~glob].sum()),
         active_fraction=float(lanes.sum() / (n_groups * WARP_SIZE)) if n_groups else 1.0,
         barriers=engine.barriers,
         atomics=engine.atomics,
+        shared_atomics=engine.shared_atomics,
         by_array=by_array,
+        touches=_touches(engine, log),
     )
+
+
+def _wavefronts(group, n_groups: int, byte, lane, itemsize):
+    """(passes, fewest passes) of each request, served by the banks 128 bytes at a time.
+
+    An element of ``itemsize`` bytes covers ``itemsize / 4`` words (at least one), and a
+    request is served in parts of ``128 / itemsize`` lanes (32 for 4-byte words, 16 for
+    8-byte ones); each part needs as many passes as the most distinct words asked of one
+    bank, and at least one.
+    """
+    if not n_groups:
+        return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64)
+    words = np.maximum(1, itemsize // BANK_BYTES)
+    row = np.repeat(np.arange(len(byte)), words)
+    start = np.repeat(np.cumsum(words) - words, words)
+    word = byte[row] // BANK_BYTES + (np.arange(len(row)) - start)
+    part = lane[row] // np.maximum(1, WARP_SIZE // words[row])
+    part_id = _group_ids(np.stack([group[row], part], axis=1))
+    bank_id = _group_ids(np.stack([part_id, word % N_BANKS], axis=1))
+    per_bank = _unique_per_group(bank_id, word, int(bank_id.max()) + 1)
+    part_of_bank = np.zeros(len(per_bank), dtype=np.int64)
+    part_of_bank[bank_id] = part_id
+    per_part = np.zeros(int(part_id.max()) + 1, dtype=np.int64)
+    np.maximum.at(per_part, part_of_bank, per_bank)
+    group_of_part = np.zeros(len(per_part), dtype=np.int64)
+    group_of_part[part_id] = group[row]
+    passes = np.bincount(group_of_part, weights=per_part, minlength=n_groups)
+    return passes.astype(np.int64), np.bincount(group_of_part, minlength=n_groups)
+
+
+def _touches(engine: _Engine, log: np.ndarray) -> dict:
+    """For each array name: rows (block, thread, element, write) of every access, the
+    element counted in the array's memory order from its first element (its flat index
+    for a C-contiguous array), the thread by its index within the block."""
+    out = {}
+    if not len(log):
+        return out
+    itemsize = np.array([a[2] for a in engine.arrays], dtype=np.int64)
+    offset = np.array(engine.offsets, dtype=np.int64)
+    a = log[:, 0]
+    element = (log[:, 7] - offset[a]) // itemsize[a]
+    rows = np.stack([log[:, 1], log[:, 2] * WARP_SIZE + log[:, 3], element, log[:, 5]], axis=1)
+    for i, (name, _, _) in enumerate(engine.arrays):
+        sel = a == i
+        if sel.any():
+            out[name] = np.concatenate([out[name], rows[sel]]) if name in out else rows[sel]
+    return out
 
 
 def _names(kernel: Callable) -> list[str]:
@@ -987,9 +1353,138 @@ def _names(kernel: Callable) -> list[str]:
 
 
 def _uses_barrier(code: types.CodeType) -> bool:
-    if "syncthreads" in code.co_names:
+    if {"syncthreads", "syncwarp", *WARP_EXCHANGES} & set(code.co_names):
         return True
     return any(isinstance(c, types.CodeType) and _uses_barrier(c) for c in code.co_consts)
+
+
+def code_names(code: types.CodeType) -> set[str]:
+    """The global and attribute names a function's code refers to, nested code included."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= code_names(c)
+    return names
+
+
+def _is_numba_cuda(value) -> bool:
+    """``numba.cuda`` itself (what a factory kernel receives as ``cuda``), or the simulator's."""
+    return isinstance(value, _SimCuda) or (
+        isinstance(value, types.ModuleType) and value.__name__ in ("numba.cuda", "numba_cuda")
+    )
+
+
+def _py_function(value):
+    """The Python function of a ``@cuda.jit`` (device or kernel) dispatcher, else None."""
+    func = getattr(value, "py_func", None)
+    module = type(value).__module__ or ""
+    if isinstance(func, types.FunctionType) and module.split(".")[0] in ("numba", "numba_cuda"):
+        return func
+    return None
+
+
+class _Rebinder:
+    """Copies of a kernel and of the functions it calls that see the simulator's ``cuda``.
+
+    A kernel refers to ``cuda`` as a global (``from numba import cuda``) or, built by a
+    factory (``def make(cuda): def call(out, a): ...``), as a variable of the enclosing
+    function. Each copy gets the simulator in both places, and so do the
+    ``@cuda.jit(device=True)`` functions and the plain helper functions it calls (their
+    Python functions, run by the simulator like the kernel). ``uses_barrier`` says whether
+    any of them calls ``cuda.syncthreads()`` or ``cuda.syncwarp()``.
+    """
+
+    def __init__(self, sim: _SimCuda) -> None:
+        self.sim = sim
+        self.done: dict[int, types.FunctionType] = {}
+        self.namespaces: dict[int, dict] = {}
+        self.uses_barrier = False
+
+    def _namespace(self, module_globals: dict) -> dict:
+        key = id(module_globals)
+        if key not in self.namespaces:
+            ns = dict(module_globals)
+            ns["cuda"] = self.sim
+            ns["float32"] = np.float32
+            self.namespaces[key] = ns
+        return self.namespaces[key]
+
+    def _value(self, value, own_globals: dict):
+        if _is_numba_cuda(value):
+            return self.sim
+        func = _py_function(value)
+        if func is not None:
+            return self.function(func)
+        if (
+            isinstance(value, types.FunctionType)
+            and value.__globals__ is own_globals
+            and "cuda" in code_names(value.__code__) | set(value.__code__.co_freevars)
+        ):
+            return self.function(value)
+        return value
+
+    def function(self, func: types.FunctionType) -> types.FunctionType:
+        if id(func) in self.done:
+            return self.done[id(func)]
+        code = func.__code__
+        self.uses_barrier |= _uses_barrier(code)
+        ns = self._namespace(func.__globals__)
+        closure = None
+        if func.__closure__:
+            cells = []
+            for name, cell in zip(code.co_freevars, func.__closure__, strict=True):
+                try:
+                    value = cell.cell_contents
+                except ValueError:  # a variable not yet assigned
+                    cells.append(cell)
+                    continue
+                new = self.sim if name == "cuda" else self._value(value, func.__globals__)
+                cells.append(cell if new is value else types.CellType(new))
+            closure = tuple(cells)
+        copy = types.FunctionType(code, ns, func.__name__, func.__defaults__, closure)
+        copy.__kwdefaults__ = func.__kwdefaults__
+        self.done[id(func)] = copy
+        for name in code_names(code):
+            if name in ns and name not in ("cuda", "float32"):
+                new = self._value(ns[name], func.__globals__)
+                if new is not ns[name]:
+                    ns[name] = new
+        return copy
+
+
+def _factory(kernel: types.FunctionType) -> bool:
+    """Whether ``kernel`` is a factory that takes ``cuda`` and returns the kernel
+    (``def make(cuda): def call(out, a): ...; return call``)."""
+    code = kernel.__code__
+    return code.co_argcount == 1 and code.co_varnames[0] == "cuda"
+
+
+def kernel_function(kernel, what: str = "kernel"):
+    """The Python function a kernel argument stands for.
+
+    ``kernel`` may be a plain function in Numba's CUDA style, the dispatcher
+    ``numba.cuda.jit`` returned, or a factory that takes ``cuda`` and returns the kernel
+    (the form in which some puzzle sets write kernels): the factory is called with the
+    simulator's ``cuda``.
+
+    Raises
+    ------
+    TypeError
+        ``kernel`` is none of these, or a factory returned something else.
+    """
+    kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
+    if not isinstance(kernel, types.FunctionType):
+        raise wrong_type(what, kernel, "a Python function in Numba's CUDA style")
+    if _factory(kernel):
+        made = kernel(_SimCuda(_Engine(Dim3(), Dim3(), trace=False)))
+        made = getattr(made, "py_func", made)
+        if not isinstance(made, types.FunctionType):
+            raise TypeError(
+                f"{what}={kernel.__name__}: a function of `cuda` alone is taken for a factory "
+                f"that returns the kernel, but it returned {type(made).__name__}"
+            )
+        return made
+    return kernel
 
 
 def simulate(
@@ -1008,7 +1503,11 @@ def simulate(
     kernel : function
         A kernel in Numba's CUDA kernel language, as a plain Python function (the function
         ``numba.cuda.jit`` would compile), or the dispatcher ``numba.cuda.jit`` returned.
-        It refers to ``cuda`` (and may refer to ``float32``) as globals.
+        It refers to ``cuda`` (and may refer to ``float32``) as globals, or receives
+        ``cuda`` from a factory (``def make(cuda): def call(...): ...; return call``: pass
+        ``make`` or ``make(cuda)``). The ``@cuda.jit(device=True)`` functions and helpers it
+        calls run in the simulator too; ``cuda.syncwarp()``, shuffles and votes meet the
+        lanes of a warp.
     grid, block : int or tuple of int
         Blocks in the grid and threads per block (at most 1024 threads per block, and
         ``MAX_SIMULATED_THREADS``, 2**20, in all).
@@ -1049,7 +1548,8 @@ def simulate(
     gpulab.kernels.faults.RaceError
         Where ``strict``: two threads race on an element.
     gpulab.kernels.faults.UnsupportedError
-        A part of Numba's CUDA language the simulator does not model (a warp shuffle).
+        A part of Numba's CUDA language the simulator does not model (``cuda.activemask``,
+        a shuffle with a partial mask).
 
     Examples
     --------
@@ -1072,9 +1572,7 @@ def simulate(
     >>> gl.simulate(copy, 1, 32, src[1:], dst, 1).by_array["src", "load"]["sectors"]
     5
     """
-    kernel = getattr(kernel, "py_func", kernel)  # a numba.cuda.jit dispatcher
-    if not isinstance(kernel, types.FunctionType):
-        raise wrong_type("kernel", kernel, "a Python function in Numba's CUDA style")
+    kernel = kernel_function(kernel)
     grid_dim, block_dim = _check_launch(kernel, grid, block, "in Numba's CUDA style")
     flag("count", count)
     flag("strict", strict)
@@ -1090,18 +1588,15 @@ def simulate(
             f"args: the kernel takes {len(names)} arguments ({names}), got {len(args)}"
         )
     engine = _Engine(grid_dim, block_dim, trace=count, strict=strict)
-    sim_globals = dict(kernel.__globals__)
-    sim_globals.update(cuda=_SimCuda(engine), float32=np.float32)
-    body = types.FunctionType(
-        kernel.__code__, sim_globals, kernel.__name__, kernel.__defaults__, kernel.__closure__
-    )
+    rebind = _Rebinder(_SimCuda(engine))
+    body = rebind.function(kernel)
     wrapped = [
         _TracedArray(a, engine, name, "global") if isinstance(a, np.ndarray) else a
         for a, name in zip(args, names, strict=True)
     ]
     try:
         with _TimeLimit(engine, time_limit_s):
-            engine.run(lambda: body(*wrapped), barriers=_uses_barrier(kernel.__code__))
+            engine.run(lambda: body(*wrapped), barriers=rebind.uses_barrier)
     except _TimeUp as exc:
         raise _time_up_error(exc, engine, kernel.__code__, time_limit_s) from None
     return _count(engine) if count else None

@@ -61,6 +61,7 @@ if triton is not None and os.environ.get("TRITON_INTERPRET") == "1":
 
 __all__ = [
     "bias_gelu",
+    "dot_input_precision",
     "interpreted",
     "kernel_source",
     "matmul",
@@ -103,6 +104,33 @@ def _build_problem() -> str:
 def interpreted() -> bool:
     """Whether the kernels run in Triton's CPU interpreter rather than compiled."""
     return os.environ.get("TRITON_INTERPRET", "0") not in ("", "0")
+
+
+#: The first compute capability with TF32 (Ampere, 8.0): below it ``tl.dot`` on FP32 tiles
+#: must multiply in full FP32 ("ieee"); Triton's default, TF32, fails to compile on some
+#: versions or is emulated.
+TF32_SINCE = (8, 0)
+
+
+def dot_input_precision(device=None) -> str:
+    """The ``input_precision`` for ``tl.dot`` on FP32 tiles: ``"ieee"`` on a GPU without
+    TF32 (compute capability below 8.0: Turing, Volta), ``"tf32"`` (Triton's default)
+    elsewhere, in the CPU interpreter too.
+
+    Parameters
+    ----------
+    device : torch.device, int or None
+        The GPU asked about (None: the current one).
+
+    Examples
+    --------
+    >>> from gpulab.kernels import triton_kernels as tk
+    >>> tk.dot_input_precision() in ("ieee", "tf32")
+    True
+    """
+    if interpreted() or not torch.cuda.is_available():
+        return "tf32"
+    return "ieee" if torch.cuda.get_device_capability(device) < TF32_SINCE else "tf32"
 
 
 #: The Triton kernel behind each wrapper, by the wrapper's name.
@@ -199,6 +227,7 @@ if triton is not None:
         a_ptr, b_ptr, c_ptr, M, N, K,  # noqa: N803
         sam, sak, sbk, sbn, scm, scn,
         BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr,  # noqa: N803
+        PRECISION: tl.constexpr = "tf32",  # noqa: N803 - "ieee" on GPUs without TF32
     ):  # fmt: skip
         pid_m, pid_n = tl.program_id(0), tl.program_id(1)
         rm = pid_m * BM + tl.arange(0, BM)
@@ -216,7 +245,7 @@ if triton is not None:
                 mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
                 other=0.0,
             )
-            acc += tl.dot(a, b)  # Tensor Cores on a GPU
+            acc += tl.dot(a, b, input_precision=PRECISION)  # Tensor Cores on a GPU
         tl.store(
             c_ptr + rm[:, None] * scm + rn[None, :] * scn,
             acc,
@@ -420,8 +449,10 @@ def matmul(a: torch.Tensor, b: torch.Tensor, *, tile: tuple[int, int, int] = (32
     (m, k), n = a.shape, b.shape[1]
     c = torch.empty((m, n), device=a.device, dtype=torch.float32)
     grid = (math.ceil(m / bm), math.ceil(n / bn))
+    precision = dot_input_precision(a.device) if a.dtype == torch.float32 else "tf32"
     _matmul_kernel[grid](
-        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), BM=bm, BN=bn, BK=bk
+        a, b, c, m, n, k, *a.stride(), *b.stride(), *c.stride(), BM=bm, BN=bn, BK=bk,
+        PRECISION=precision,
     )
     return c
 
