@@ -43,7 +43,7 @@ DOWNLOAD = "Download this measurement as JSON (the course's benchmark report for
 SCRIPT_TEXT = {
     "noJs": "This panel needs a browser with JavaScript and WebGPU; below is what a lab "
     "recording measured instead.",
-    "ready": "Press the button to run five small kernels on your GPU through WebGPU (a few "
+    "ready": "Press the button to run up to five small kernels on your GPU through WebGPU (a few "
     "seconds to half a minute); nothing runs before you press it, and nothing leaves the page.",
     "running": "Measuring: {kernel}…",
     "python": "Starting Python in this page to compute the rates and your roofline…",
@@ -56,8 +56,7 @@ SCRIPT_TEXT = {
     "fromFile": "This page was opened as a file, where browsers do not run the panel: serve the "
     "book (python3 -m http.server -d _build/html) and open it from http://localhost:8000 to "
     "measure your GPU; below is what a lab recording measured instead.",
-    "failed": "The measurement stopped ({error}); below is what a lab recording measured "
-    "instead.",
+    "failed": "The measurement stopped ({error}); below is what a lab recording measured instead.",
     "pythonFailed": "The kernels ran, but Python could not start in this page to compute the "
     "result ({error}).",
 }

@@ -248,7 +248,8 @@ def _chart(roof: Ceilings, results: list[KernelResult]) -> str:
         series, x_label="arithmetic intensity (FLOP/byte)", y_label="FLOP/s",
         x_log=True, y_log=True, point=points[0] if points else None, points=points[1:],
         y_format=lambda v: format_rate(v, "FLOP/s"),
-        width=760, title=f"Roofline measured in this browser on {roof.device_name}, FP32, beside the "
+        width=760,
+        title=f"Roofline measured in this browser on {roof.device_name}, FP32, beside the "
         f"datasheet rooflines of {' and '.join(BESIDE)}",
     )  # fmt: skip
 
@@ -328,6 +329,12 @@ def panel_report(measurement: Mapping | str) -> dict:
         f"GPU through the browser, which adds its own checks and scheduling: a native "
         f"program can do better."
     )
+    trip = measurement.get("round_trip_s")
+    if timing == "wall-clock" and trip:
+        head += (
+            f" Each timed block includes one round trip to the GPU ({format_duration(trip)} "
+            f"for an empty submission), spread over the block's dispatches."
+        )
     rows = [("kernel", "size", "median per dispatch", "IQR", "rate", "FLOP/byte",
              "roofline (your ceilings)", "model error")]  # fmt: skip
     for r in results:
