@@ -32,6 +32,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+from measure_gpu import ui_messages as panel_messages  # the "measure your GPU" panel
 from sphinx.errors import ExtensionError
 
 from gpulab.course import live_book
@@ -76,8 +77,6 @@ def ui_messages() -> list[str]:
     The Chinese edition translates them in ``locale/zh_CN/LC_MESSAGES/ui.po``; the result a
     calculator computes is generated text and stays in English.
     """
-    from measure_gpu import ui_messages as panel_messages  # the "measure your GPU" panel
-
     found = [NO_JS, *SCRIPT_TEXT.values(), DEAD_WIDGET]
     for calc in CALCULATORS.values():
         found += [calc.title, *(f.label for f in calc.fields)]

@@ -26,9 +26,13 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive
-from live_calculators import ROOT, STATIC, _kebab, translator
 
 from gpulab.labkit.gpu_panel import KERNELS
+
+# live_calculators imports this module for ui_messages(): its own names are imported where
+# they are used, once both modules are loaded.
+ROOT = Path(__file__).resolve().parents[2]
+STATIC = Path(__file__).parent / "static"
 
 SCRIPTS = ("measure-gpu.js", "measure-gpu-worker.js", "measure-gpu.wgsl")
 STYLE = "measure-gpu.css"
@@ -90,6 +94,8 @@ def recorded_html(_=lambda text: text) -> str:
 
 def panel_html(_=lambda text: text) -> str:
     """The panel as the page holds it before the reader presses the button."""
+    from live_calculators import _kebab
+
     esc = html.escape
     texts = "".join(
         f' data-text-{_kebab(key)}="{esc(_(text))}"' for key, text in SCRIPT_TEXT.items()
@@ -117,6 +123,8 @@ class MeasureGpuDirective(Directive):
     has_content = False
 
     def run(self):
+        from live_calculators import translator
+
         env = self.state.document.settings.env
         _placed(env).add(env.docname)
         env.note_dependency(str(LAB))
