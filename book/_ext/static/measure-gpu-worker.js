@@ -425,7 +425,15 @@ async function run(message) {
       continue;
     }
     try {
-      kernels.push(await measure(device, timer, name, build(), trip));
+      // A kernel this browser cannot compile is skipped with the compiler's words.
+      device.pushErrorScope("validation");
+      const make = build();
+      const invalid = await device.popErrorScope();
+      if (invalid) {
+        skipped.push({ name, reason: "it does not compile here: " + invalid.message });
+        continue;
+      }
+      kernels.push(await measure(device, timer, name, make, trip));
     } catch (err) {
       skipped.push({ name, reason: String((err && err.message) || err) });
     }
