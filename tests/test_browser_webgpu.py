@@ -45,8 +45,9 @@ base_url = browser_checks.base_url
 pytestmark = pytest.mark.browser
 
 PAGES = ("book/gpu_basics.html", "book/memory_bandwidth.html")
-#: The issue's bound for a whole run on SwiftShader. Measured here: about 5 s from the press
-#: (Pyodide's cold start most of it) on the shared 2-core machine, so 20 s has room for load.
+#: The issue's bound for a whole run on SwiftShader. Measured here on the shared 2-core
+#: machine, from the press to the result: about 5.5 s at a load average of 5, 12 to 19 s at a
+#: load average of 11 (Pyodide's cold start, in the same worker, most of it).
 FINISH_S = 20
 #: A broken panel never finishes; this only bounds the wait for one.
 WAIT_MS = 120_000

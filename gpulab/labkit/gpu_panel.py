@@ -353,7 +353,8 @@ def panel_report(measurement: Mapping | str) -> dict:
             "Model error = measured time / roofline time - 1, the roofline being "
             "per-dispatch cost + max(FLOPs / peak, bytes / bandwidth) on the ceilings above; "
             "the copy and the FP32 chain set those ceilings, so their errors are the share "
-            "of their time the dispatch cost explains."
+            "of their time the dispatch cost explains. The copy does no arithmetic, so it is "
+            "not a point on the chart: its bandwidth is the slanted roof."
         )
     else:
         lines.append("No roofline: the copy or the FP32 chain gave no checked time.")
