@@ -174,6 +174,12 @@ def summarize(measurement: Mapping) -> tuple[list[KernelResult], list[dict]]:
         The timed kernels in :data:`KERNELS` order, and ``{"name", "reason"}`` for each kernel
         that was skipped, failed its check or has fewer than :data:`MIN_SAMPLES` timed blocks
         (its times never count).
+
+    Examples
+    --------
+    >>> timed, left_out = summarize(EXAMPLE)
+    >>> [r.name for r in timed], left_out[0]["name"]
+    (['copy', 'fma_f32', 'matmul', 'dispatch'], 'fma_f16')
     """
     results, left_out = [], [dict(s) for s in measurement.get("skipped", ())]
     for entry in measurement.get("kernels", ()):
@@ -193,7 +199,11 @@ def summarize(measurement: Mapping) -> tuple[list[KernelResult], list[dict]]:
 
 
 def adapter_name(measurement: Mapping) -> str:
-    """The adapter as the browser names it: description, else vendor and architecture."""
+    """The adapter as the browser names it: description, else vendor and architecture.
+
+    >>> adapter_name({"adapter": {"vendor": "google", "architecture": "swiftshader"}})
+    'google swiftshader'
+    """
     adapter = measurement.get("adapter") or {}
     parts = [adapter.get("vendor", ""), adapter.get("architecture", "")]
     described = adapter.get("description", "").strip()
@@ -222,6 +232,12 @@ def ceilings(results: list[KernelResult], device_name: str) -> Ceilings | None:
     """The reader's measured roofs: FP32 FMA peak, copy bandwidth, dispatch cost.
 
     None when the FP32 chain or the copy did not give a time.
+
+    Examples
+    --------
+    >>> roof = ceilings(summarize(EXAMPLE)[0], "example")
+    >>> roof.measured, round(roof.ridge_point, 6), roof.overhead_s
+    (True, 10.0, 1e-05)
     """
     by = {r.name: r for r in results}
     if "fma_f32" not in by or "copy" not in by:
