@@ -285,7 +285,7 @@ def test_without_an_adapter_one_sentence_and_the_lab_recording(browser, base_url
             assert state["reason"] in ("noAdapter", "noWebGPU"), state["reason"]
             assert state["status"].endswith(FALLBACK_END) and state["status"].count(". ") == 0
             assert state["recordedVisible"] and "(fp32, measured)" in state["recorded"]
-            assert "Outputs recorded on" in state["recorded"] and not state["result"]
+            assert "outputs recorded on" in state["recorded"] and not state["result"]
             page.close()
     finally:
         context.close()

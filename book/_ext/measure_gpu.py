@@ -84,7 +84,8 @@ def recorded_html(_=lambda text: text) -> str:
     recordings = lab_recordings(LAB)
     recording = recordings.get("cuda") or recordings["cpu"]
     ceilings = recorded_output(recording.path, CEILINGS_OUTPUT).strip()
-    where = f"{recording.label}, {provenance_line(recording.provenance)}"
+    line = provenance_line(recording.provenance).rstrip(".")
+    where = f"{recording.label}: {line[0].lower()}{line[1:]}"
     esc = html.escape
     return (
         f'<div class="gl-gpu-recorded"><p>{esc(_(RECORDED).replace("{where}", where))}</p>'
