@@ -32,6 +32,7 @@ from pathlib import Path
 
 from docutils import nodes
 from docutils.parsers.rst import Directive, directives
+from measure_gpu import ui_messages as panel_messages  # the "measure your GPU" panel
 from sphinx.errors import ExtensionError
 
 from gpulab.course import live_book
@@ -79,7 +80,7 @@ def ui_messages() -> list[str]:
     found = [NO_JS, *SCRIPT_TEXT.values(), DEAD_WIDGET]
     for calc in CALCULATORS.values():
         found += [calc.title, *(f.label for f in calc.fields)]
-    return list(dict.fromkeys(found))
+    return list(dict.fromkeys(found + panel_messages()))
 
 
 def _kebab(key: str) -> str:

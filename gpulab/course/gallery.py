@@ -15,6 +15,10 @@ from gpulab.units import format_rate
 __all__ = ["MIN_SAMPLES_FOR_SPREAD", "gallery_table", "load_reports", "plot_reports"]
 
 
+#: The units the gallery's figure draws (on one GFLOP/s or GB/s axis).
+RATE_UNITS = ("FLOP/s", "B/s")
+
+
 def load_reports(folder: str | Path = "results") -> list[dict]:
     """Every ``*.json`` report in ``folder``, validated, oldest first then by device.
 
@@ -42,9 +46,13 @@ def _label(entry: dict) -> str:
         "h2d": "host→device",
         "d2h": "device→host",
         "train_step": "training step",
+        "fma": "FMA chains",
+        "dispatch": "empty dispatch",
     }[entry["name"]]
     if entry["name"] == "matmul":
         return f"{name} {entry['dtype'].upper()} (n={entry['params']['n']})"
+    if entry["name"] in ("fma", "dispatch"):  # the book's WebGPU panel
+        return f"{name} {entry['dtype'].upper()}" if entry["dtype"] else name
     if entry["name"] in ("h2d", "d2h"):
         return f"{name} ({entry['params']['host_memory']})"
     if entry["name"] == "train_step":
@@ -62,8 +70,8 @@ def _promised(entry: dict, reference: dict) -> float | None:
 
 
 def _human(value: float, unit: str) -> str:
-    if unit == "samples/s":
-        return f"{value:,.0f} samples/s"
+    if unit in ("samples/s", "dispatches/s"):
+        return f"{value:,.0f} {unit}"
     return format_rate(value, unit)
 
 
@@ -113,7 +121,7 @@ def plot_reports(reports: list[dict]):
 
     if not reports:
         raise ValueError("reports=[] is empty: nothing to plot")
-    bars = [sum(e["unit"] != "samples/s" for e in r["results"]) for r in reports]
+    bars = [max(1, sum(e["unit"] in RATE_UNITS for e in r["results"])) for r in reports]
     fig, axes = plt.subplots(
         len(reports),
         1,
@@ -124,7 +132,7 @@ def plot_reports(reports: list[dict]):
     )
     for ax, report in zip(axes[:, 0], reports, strict=True):
         ref = report["reference"]
-        rows = [(e, _promised(e, ref)) for e in report["results"] if e["unit"] != "samples/s"]
+        rows = [(e, _promised(e, ref)) for e in report["results"] if e["unit"] in RATE_UNITS]
         labels = []
         for i, (entry, promised) in enumerate(rows):
             scale = 1e9

@@ -10,7 +10,8 @@ and from any static host.
 
 :func:`package_zip` writes the part of ``gpulab`` the calculators use, found by running every
 calculator with NumPy, torch and matplotlib blocked and keeping the modules that were
-loaded, plus the package's data files and the numbers only torch can compute
+loaded (and the panel's arithmetic, :mod:`gpulab.labkit.gpu_panel`, run on its example), plus
+the package's data files and the numbers only torch can compute
 (:func:`gpulab.labkit.calculators.build_time_data`), measured now.
 """
 
@@ -158,13 +159,16 @@ for name, calc in calculators.CALCULATORS.items():
     for values in (calc.defaults(), *calc.examples):
         out = calculators.run(name, values)
         assert out["ok"], (name, values, out["html"])
+from gpulab.labkit import gpu_panel  # the "measure your GPU" panel's arithmetic
+gpu_panel.panel_json(json.dumps(gpu_panel.EXAMPLE))
 print(json.dumps(sorted(m.__file__ for n, m in sys.modules.items()
                         if n.split(".")[0] == "gpulab" and getattr(m, "__file__", None))))
 """
 
 
 def package_modules(build_data: dict) -> list[Path]:
-    """The package's source files that the calculators load, with NumPy and torch blocked.
+    """The package's source files that the calculators and the "measure your GPU" panel load,
+    with NumPy and torch blocked.
 
     Every calculator runs at its defaults and at its examples in a fresh interpreter that
     cannot import NumPy, torch, matplotlib or ipywidgets; an import of any of them, or a

@@ -78,6 +78,7 @@ def line_chart(
     x_log: bool = False,
     y_log: bool = False,
     point: tuple[float, float, str] | None = None,
+    points: Sequence[tuple[float, float, str]] = (),
     x_format: Callable[[float], str] = _default_format,
     y_format: Callable[[float], str] = _default_format,
     title: str = "",
@@ -96,6 +97,8 @@ def line_chart(
         Logarithmic axes (every value on them must be positive).
     point : (float, float, str), optional
         One point to mark and label: the reader's current input.
+    points : sequence of (float, float, str)
+        More points marked and labelled the same way (several measured kernels).
     x_format, y_format : callable
         Tick labels from values.
     title : str
@@ -118,8 +121,9 @@ def line_chart(
     if not series:
         raise ValueError("series must hold at least one Series")
     width, height = positive_int("width", width), positive_int("height", height)
-    xs = [x for s in series for x in s.xs] + ([point[0]] if point else [])
-    ys = [y for s in series for y in s.ys] + ([point[1]] if point else [])
+    marked = ([point] if point else []) + list(points)
+    xs = [x for s in series for x in s.xs] + [p[0] for p in marked]
+    ys = [y for s in series for y in s.ys] + [p[1] for p in marked]
     for name, values, log in (("x", xs, x_log), ("y", ys, y_log)):
         if not all(math.isfinite(v) for v in values):
             raise ValueError(f"every {name} value must be finite")
@@ -189,8 +193,7 @@ def line_chart(
                    f'y1="{legend_y}" '
                    f'x2="{legend_x + 22}" y2="{legend_y}"{dash}/>')  # fmt: skip
         out.append(f'<text x="{legend_x + 27}" y="{legend_y + 4}">{esc(s.label)}</text>')
-    if point is not None:
-        px, py, label = point
+    for px, py, label in marked:
         anchor = "end" if sx(px) > left + plot_w * 0.6 else "start"
         shift = -9 if anchor == "end" else 9
         out.append(
