@@ -739,7 +739,7 @@ def memory_report(estimate: MemoryEstimate, *, headroom: float = 0.9) -> str:
     >>> est = estimate_training_memory(10**9, precision="bf16", optimizer="sgd")
     >>> print(memory_report(est).splitlines()[-1])  # doctest: +NORMALIZE_WHITESPACE
     Fits in 90% of: Tesla K80, Tesla P100 PCIe 16GB, Tesla V100 SXM2 16GB,
-    ... and 20 more (23 of 23 GPUs)
+    ... and 24 more (27 of 27 GPUs)
     """
     fitting = gpus_that_fit(estimate, headroom=headroom)
     total = len([s for s in list_specs("gpu") if s.memory_bytes is not None])
