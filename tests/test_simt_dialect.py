@@ -496,7 +496,9 @@ def test_kernel_counts_refuse_fields_that_disagree():
     assert KernelCounts(**good).bank_conflicts == 0
     for change, name in [
         (dict(shared_ideal_wavefronts=5), "shared_ideal_wavefronts"),
-        (dict(shared_wavefronts=1), "shared_ideal_wavefronts"),
+        (dict(shared_wavefronts=1), "shared_wavefronts"),
+        (dict(shared_wavefronts=3), "shared_ideal_wavefronts"),
+        (dict(shared_requests=10**30, shared_wavefronts=0), "shared_wavefronts"),
         (dict(ideal_sectors=9), "ideal_sectors"),
         (dict(lines=9), "sectors"),
         (dict(global_requests=0), "global_requests"),

@@ -1163,6 +1163,9 @@ class KernelCounts:
              "least one sector, and at least the ideal number)"),
             (self.lines <= self.sectors <= 4 * self.lines,
              "sectors", "between lines and 4 x lines (a 128-byte line holds 4 sectors)"),
+            (self.shared_requests <= self.shared_wavefronts,
+             "shared_wavefronts", "at least shared_requests (every request takes at least one "
+             "pass)"),
             (self.shared_requests <= self.shared_ideal_wavefronts <= self.shared_wavefronts,
              "shared_ideal_wavefronts", "between shared_requests and shared_wavefronts (a "
              "request needs at least one pass, and at least the fewest)"),
