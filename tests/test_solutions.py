@@ -165,3 +165,49 @@ def test_every_solution_on_the_lab_page_is_in_a_box(lab_pages, build, opened):
     # Nothing else is boxed: the exercise's question and its check stay visible.
     question = soup.find(string=lambda s: s and "Exercise 1." in s)
     assert question is not None and question.find_parent("details") is None
+
+
+def test_a_reader_opens_a_closed_solution_in_chromium(lab_pages, tmp_path):
+    """On the readers' page a solution's content is hidden until its title is clicked."""
+    from test_browser import CHROMIUM_ARGS, LAUNCH_TIMEOUT_MS, STEP_TIMEOUT_MS, _find_chromium
+
+    chromium = _find_chromium()
+    if chromium is None:
+        pytest.skip("no Chromium executable (see tests/test_browser.py)")
+    from playwright.sync_api import sync_playwright
+
+    page_file = tmp_path / "lab.html"
+    page_file.write_text(lab_pages["readers"], encoding="utf-8")
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True,
+                                     args=CHROMIUM_ARGS, timeout=LAUNCH_TIMEOUT_MS)  # fmt: skip
+        try:
+            page = browser.new_page()
+            page.route("**/*", lambda r: r.continue_() if r.request.url.startswith("file:")
+                       else r.abort())  # fmt: skip
+            page.goto(page_file.as_uri(), wait_until="domcontentloaded")
+            boxes = page.locator("details.gpulab-solution")
+            assert boxes.count() == 4
+            for i in range(boxes.count()):
+                box = boxes.nth(i)
+                body = box.locator(":scope > :not(summary)").first
+                assert box.locator("summary").is_visible()
+                assert not body.is_visible(), f"solution {i} is shown before it is opened"
+                box.locator("summary").click()
+                body.wait_for(state="visible", timeout=STEP_TIMEOUT_MS)
+        finally:
+            browser.close()
+
+
+def test_the_box_title_speaks_chinese():
+    """The box's title is written by the extension, so ui.po translates it (not a page's .po)."""
+    from gpulab.course.translation import ui_table
+
+    sys.path.insert(0, str(ROOT / "book" / "_ext"))
+    try:
+        from solution_cells import ui_messages
+    finally:
+        sys.path.remove(str(ROOT / "book" / "_ext"))
+    table = ui_table(ROOT / "locale" / "zh_CN" / "LC_MESSAGES" / "ui.po")
+    assert ui_messages() == [SOLUTION_TITLE]
+    assert table.get(SOLUTION_TITLE) == "详细解答"
