@@ -435,6 +435,8 @@ def instructor_config(config: dict) -> dict:
     sphinx["config"] = {
         **(sphinx.get("config") or {}),
         "togglebutton_selector": SOLUTIONS_OPEN_SELECTOR,
+        # The labs' worked solutions (book/_ext/solution_cells.py) open too.
+        "gpulab_solutions_open": True,
         # No Chinese edition is built beside the instructors' copy: no link to one.
         "gpulab_language_switch": False,
     }
@@ -634,7 +636,8 @@ def build_chinese(python: Path) -> int:
 
 def extract_messages(python: Path) -> int:
     """The English messages as gettext templates in _build/i18n/_build/gettext, one per page,
-    plus ``ui.pot`` for the sentences the book's extensions write (the live calculators).
+    plus ``ui.pot`` for the sentences the book's extensions write (the live calculators, the
+    labs' "Worked solution" boxes).
 
     Only what authors wrote is extracted (a cell's output is not offered for translation,
     ``book/_ext/generated_text.py``, but a figure's caption is), from the chapters as the
@@ -651,8 +654,9 @@ def extract_messages(python: Path) -> int:
     ui = (
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from live_calculators import ui_messages\n"
+        "from solution_cells import ui_messages as solution_messages\n"
         "from gpulab.course.translation import write_template\n"
-        "write_template(ui_messages(), sys.argv[2])\n"
+        "write_template([*ui_messages(), *solution_messages()], sys.argv[2])\n"
     )
     return run([python, "-c", ui, ROOT / "book" / "_ext", GETTEXT_TEMPLATES / "ui.pot"],
                BUILD_TIMEOUT_S, check=False)  # fmt: skip

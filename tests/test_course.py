@@ -113,6 +113,7 @@ def test_solutions_open_build_uses_an_override_and_its_own_output(course, comman
     selector = config["sphinx"]["config"]["togglebutton_selector"]
     assert selector == ".toggle, .admonition.dropdown:not(.solution)"
     assert config["sphinx"]["config"]["gpulab_language_switch"] is False  # no edition beside
+    assert config["sphinx"]["config"]["gpulab_solutions_open"] is True  # the labs' solutions
     readers = yaml.safe_load((course.ROOT / "_config.yml").read_text())
     # Everything else is the readers' configuration.
     assert config["sphinx"]["local_extensions"] == readers["sphinx"]["local_extensions"]

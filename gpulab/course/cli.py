@@ -163,6 +163,7 @@ def _plan(args: argparse.Namespace, labs: list[Path], costs: dict) -> int:
 
 def _stamp(args: argparse.Namespace) -> int:
     from gpulab.course.labs import stamp_setup_cells
+    from gpulab.course.solutions import close_lab_solutions
 
     root = existing_folder("--root", Path(args.root), "the course repository")
     if not (root / "_config.yml").is_file():
@@ -172,6 +173,8 @@ def _stamp(args: argparse.Namespace) -> int:
         )
     changed = stamp_setup_cells(root)
     print(f"setup cells updated in {len(changed)} lab(s)")
+    closed = close_lab_solutions(root)
+    print(f"worked solutions closed in {len(closed)} lab(s)")
     return 0
 
 
@@ -251,7 +254,10 @@ def add_commands(sub) -> None:
     )
     record.add_argument("--folder", type=Path, default=Path("notebooks"))
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")
-    stamp = sub.add_parser("stamp", help="(course) rewrite the labs' setup cells from _config.yml")
+    stamp = sub.add_parser(
+        "stamp",
+        help="(course) rewrite the labs' setup cells from _config.yml, close their solutions",
+    )
     stamp.add_argument("--root", default=".", help="the course repository root")
     student = sub.add_parser("student", help="(course) copies of the labs without solutions")
     student.add_argument("outdir", type=Path, help="folder for the student copies")

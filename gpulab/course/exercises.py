@@ -22,6 +22,8 @@ import re
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab.course.solutions import without_colab_title
+
 __all__ = [
     "ChapterExercise",
     "LabExercise",
@@ -120,6 +122,8 @@ _QUESTION = re.compile(r"^#\s*Exercise\b.*$")
 def exercise_question(source: str) -> str | None:
     r"""The question line of a lab's solution cell: its first line, ``# Exercise N: ...``.
 
+    A Colab form title above it (``# @title Worked solution ...``) is skipped.
+
     Only this line stays in a student copy. Comments below it explain the worked answer,
     so they go with it.
 
@@ -127,9 +131,12 @@ def exercise_question(source: str) -> str | None:
     --------
     >>> exercise_question("# Exercise 2: the T4's ridge point.\n# peak / bandwidth\nanswer = 1")
     "# Exercise 2: the T4's ridge point."
+    >>> exercise_question('# @title Worked solution\n# Exercise 1: FLOPs?\nanswer = 2')
+    '# Exercise 1: FLOPs?'
     >>> exercise_question("# 2 FLOPs per element\nanswer = 2") is None
     True
     """
+    source = without_colab_title(source.lstrip("\n"))
     first = source.lstrip("\n").splitlines()[0].strip() if source.strip() else ""
     return first if _QUESTION.match(first) else None
 

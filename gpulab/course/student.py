@@ -88,6 +88,9 @@ def student_copy(nb):
                     )
                 question = exercise_question(cell.source)
                 cell.source = "\n".join([*([question] if question else []), STUDENT_ANSWER])
+                # The learner's own cell: open, no "Worked solution" form (see solutions.py).
+                cell.metadata.pop("cellView", None)
+                cell.metadata.pop("jupyter", None)
                 _clear_outputs(cell)
                 clear_next_check = True
         elif clear_next_check and cell.cell_type == "code":
