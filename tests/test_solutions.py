@@ -23,11 +23,6 @@ from gpulab.course.student import student_copy
 
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "notebooks").glob("*.ipynb"))
-# Being rewritten beside this change: `python -m gpulab stamp` closes their solutions next,
-# and this strict xfail then fails until the two names are taken out of it.
-STAMPED_NEXT = {"kernel_gym_lab.ipynb", "kernel_gym_attention_lab.ipynb"}
-
-
 def _solutions(nb: dict) -> list[dict]:
     return [c for c in nb["cells"] if "solution" in c.get("metadata", {}).get("tags", [])]
 
@@ -40,13 +35,7 @@ def _source(cell: dict) -> str:
 @pytest.mark.parametrize(
     "lab",
     [
-        pytest.param(
-            path,
-            id=path.name,
-            marks=[pytest.mark.xfail(strict=True, reason="closed by the next stamp")]
-            if path.name in STAMPED_NEXT
-            else [],
-        )
+        pytest.param(path, id=path.name)
         for path in LABS
     ],
 )
