@@ -53,7 +53,7 @@ def _minutes(path: Path) -> str:
 
 def _lab_run_time(path: Path) -> str:
     seconds = lab_info(path).run_time_s.get("cpu")
-    return "not recorded yet" if seconds is None else format_duration(seconds)
+    return "—" if seconds is None else format_duration(seconds)  # no words: both editions
 
 
 def setup(app):
