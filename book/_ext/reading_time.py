@@ -9,6 +9,7 @@ Two roles, for a chapter's header ("How long") and the preface's map of the cour
 ``{lab-run-time}`memory_bandwidth_lab```
     How long ``notebooks/memory_bandwidth_lab.ipynb`` took to run on a CPU when it was last
     recorded (``run_time_s`` in its metadata, written by ``python -m gpulab record``).
+    A lab never recorded on a CPU shows a dash.
 
 Both render as a number and its unit only, so the sentence around them is translated like any
 other prose and the number is the same in both editions.
