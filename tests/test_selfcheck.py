@@ -1,4 +1,5 @@
-"""The chapters' "predict, then check" questions: the API, its HTML, and four per chapter.
+"""The chapters' "predict, then check" questions: the API, its HTML, and four per chapter,
+at least half of them asking the reader to choose.
 
 The page's script (book/_ext/static/selfcheck.js) is checked in a browser in
 tests/test_browser_selfcheck.py; here, what it is given: the answer and tolerance in the
@@ -230,6 +231,57 @@ def test_every_teaching_chapter_has_four_self_checks_computed_not_typed(root):
             elif source.find("selfcheck(", exercises) != -1 or source.find("selfcheck(") < check:
                 problems.append(f"{chapter}: a self-check outside its section")
     assert not problems, "\n".join(problems)
+
+
+#: Pages of book/ that teach no chapter of their own, and so carry no self-checks.
+NOT_TAUGHT = {"intro", "glossary", "bibliography", "gallery", "workshop", "model_accuracy"}
+
+
+def is_conceptual(call: ast.Call) -> bool:
+    """A question that asks the reader to choose (a direction, a class, a device), not a number."""
+    return any(k.arg == "choices" for k in call.keywords)
+
+
+def count_questions(source: str) -> tuple[int, int]:
+    """(all self-checks, conceptual ones) in a chapter's source."""
+    calls = selfcheck_calls(source)
+    return len(calls), sum(is_conceptual(c) for c in calls)
+
+
+def test_every_page_of_the_book_is_a_teaching_chapter_or_named_as_none(root):
+    taught = {c.removeprefix("book/") for c in chapters(root)}
+    pages = {p.stem for p in (root / "book").glob("*.md")}
+    assert pages - NOT_TAUGHT <= taught, sorted(pages - NOT_TAUGHT - taught)
+
+
+def test_at_least_half_of_each_chapters_self_checks_are_conceptual(root):
+    """Predict a direction, classify or choose: at least half of a chapter's questions."""
+    counts = {
+        chapter: count_questions((root / f"{chapter}.md").read_text(encoding="utf-8"))
+        for chapter in chapters(root)
+    }
+    assert len(counts) >= 15
+    problems = [
+        f"{chapter}: {conceptual} of {total} questions ask to choose; at least half wanted"
+        for chapter, (total, conceptual) in counts.items()
+        if total < MIN_QUESTIONS or 2 * conceptual < total
+    ]
+    assert not problems, "\n".join(problems)
+
+
+def test_the_conceptual_count_sees_a_chapter_of_numbers():
+    cell = "```{code-cell} ipython3\n:tags: [remove-input]\n\nCALL\n```\n"
+
+    def number(i):
+        return cell.replace("CALL", f'selfcheck("n{i}", "Q?", a / b, rel_tol=0.05)')
+
+    def choice(i):
+        return cell.replace("CALL", f'selfcheck("c{i}", "Q?", x[k], choices=x)')
+
+    numbers = "".join(number(i) for i in range(3))
+    assert count_questions(numbers + choice(0)) == (4, 1)
+    assert count_questions(numbers + choice(0) + choice(1)) == (5, 2)
+    assert count_questions(number(0) + choice(0)) == (2, 1)
 
 
 def test_the_chapter_check_sees_a_typed_answer():
