@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 import gpulab as gl
+from gpulab.diagrams import warmup
 from gpulab.kernels import gym, gym_warmup
 
 matplotlib.use("Agg")
@@ -78,16 +79,16 @@ def test_without_a_record_the_drawing_is_refused_and_grade_says_why(capsys):
         gl.diagrams.draw_touches(report)
     with pytest.raises(TypeError, match="report=3"):
         gl.diagrams.draw_touches(3)
-    gym_warmup.grade(sol.WRONG["guard"], "guard")
+    warmup.grade(sol.WRONG["guard"], "guard")
     assert capsys.readouterr().out.endswith(
         "No drawing: the kernel did not run to the end on every shape.\n"
     )
-    assert gym_warmup.grade(None, "map").score is None
+    assert warmup.grade(None, "map").score is None
     assert "no kernel yet" in capsys.readouterr().out
     with pytest.raises(ValueError, match="name='mapp' is not a warm-up step"):
-        gym_warmup.grade(sol.SOLUTIONS["map"], "mapp")
+        warmup.grade(sol.SOLUTIONS["map"], "mapp")
     with pytest.raises(TypeError, match="draw="):
-        gym_warmup.grade(sol.SOLUTIONS["map"], "map", draw="yes")
+        warmup.grade(sol.SOLUTIONS["map"], "map", draw="yes")
 
 
 def test_the_steps_are_small_enough_to_draw_and_graded_on_awkward_sizes():

@@ -119,6 +119,8 @@ def test_preface_map_has_every_chapter_with_computed_times(root):
 def test_roles_render_computed_numbers_in_a_sphinx_build(tmp_path, root):
     """A small Sphinx build with the extension: the rendered number follows the page's words."""
     sphinx = pytest.importorskip("sphinx.application")
+    from sphinx.util.docutils import docutils_namespace
+
     src = tmp_path / "src"
     src.mkdir()
     (src / "conf.py").write_text(
@@ -136,9 +138,12 @@ def test_roles_render_computed_numbers_in_a_sphinx_build(tmp_path, root):
     def build(words: int) -> str:
         (src / "page.md").write_text("# Page\n\n" + "word " * words + "\n")
         out = tmp_path / f"out{words}"
-        app = sphinx.Sphinx(str(src), str(src), str(out), str(tmp_path / f"d{words}"), "text",
-                            status=None, warning=None, freshenv=True)  # fmt: skip
-        app.build()
+        # What a build registers with docutils goes after it: an in-process build left behind
+        # would make the next one in this worker warn that its nodes are registered already.
+        with docutils_namespace():
+            app = sphinx.Sphinx(str(src), str(src), str(out), str(tmp_path / f"d{words}"),
+                                "text", status=None, warning=None, freshenv=True)  # fmt: skip
+            app.build()
         return (out / "index.txt").read_text(encoding="utf-8")
 
     from gpulab.course.labs import lab_info

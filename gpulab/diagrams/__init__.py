@@ -12,6 +12,7 @@ they are computed. Call the drawings as ``gl.diagrams.draw_...``:
 * :mod:`~gpulab.diagrams.kernels`: a launch mapped onto blocks, warps and SMs; tiling; which
   thread touched which element of a graded kernel;
 * :mod:`~gpulab.diagrams.memory`: one GPU's training memory as one stacked bar;
+* :mod:`~gpulab.diagrams.warmup`: the kernel warm-up graded, with its drawing;
 * :mod:`~gpulab.diagrams.collectives`: the ring all-reduce step by step; tree vs ring;
 * :mod:`~gpulab.diagrams.parallelism`: ZeRO stages, tensor-parallel linear layers;
 * :mod:`~gpulab.diagrams.schedules`: pipeline schedules (GPipe, 1F1B) and the input pipeline;

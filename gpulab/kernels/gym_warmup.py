@@ -12,6 +12,8 @@ does not divide) so that the drawing of which thread touched which element
 5. ``conv``: a 1-D convolution with a 3-tap filter, a tile and its halo in shared memory;
 6. ``scan``: an inclusive prefix sum in log2(n) steps with barriers.
 
+The lab grades a step and draws its record with :func:`gpulab.diagrams.warmup.grade`.
+
 See also the lab "Kernel warm-up" (``notebooks/kernel_warmup_lab.ipynb``) and the chapter
 "Inside a fast kernel" (``book/kernels.md``).
 
@@ -22,13 +24,6 @@ Examples
 ...     out[cuda.threadIdx.x] = 3 * a[cuda.threadIdx.x]
 >>> gym.grade_kernel(triple, gym_warmup.TASKS["map"], quiet=True).passed
 True
->>> gym_warmup.grade(triple, "map", draw=False).passed
-Kernel gym: triple on task 'map'
-  right  n = 1
-  right  n = 5
-  right  n = 12
-Passed: right on every shape, every target met.
-True
 """
 
 from __future__ import annotations
@@ -37,7 +32,7 @@ import numpy as np
 
 from gpulab.kernels.gym_tasks import Target, Task, get_task, unwritten_like
 
-__all__ = ["CONV_TAPS", "TASKS", "WARMUP_BLOCK", "get_warmup_task", "grade"]
+__all__ = ["CONV_TAPS", "TASKS", "WARMUP_BLOCK", "get_warmup_task"]
 
 WARMUP_BLOCK = 8  #: threads per block where a step launches several blocks
 CONV_TAPS = 3  #: the convolution filter's length
@@ -206,39 +201,3 @@ def get_warmup_task(name) -> Task:
     if name not in TASKS:
         raise ValueError(f"name={name!r} is not a warm-up step; choose one of {list(TASKS)}")
     return TASKS[name]
-
-
-def grade(kernel, name, *, draw: bool = True):
-    """Grade ``kernel`` on the warm-up step ``name``, print the report and draw the touches.
-
-    Parameters
-    ----------
-    kernel : function or None
-        The kernel (None: not written yet; the report says so, and nothing is drawn).
-    name : str or Task
-        The step, one of :data:`TASKS`.
-    draw : bool
-        Also draw which thread touched which element on the step's last shape
-        (:func:`gpulab.diagrams.draw_touches`); where the kernel did not run to the end,
-        a sentence says why nothing is drawn.
-
-    Returns
-    -------
-    GradeReport
-        As :func:`gpulab.kernels.gym.grade_kernel` returns it.
-    """
-    from gpulab._checks import flag
-    from gpulab.kernels.gym import grade_kernel
-
-    task = get_warmup_task(name)
-    flag("draw", draw)
-    report = grade_kernel(kernel, task)
-    if not draw or not report.answered:
-        return report
-    if report.counts is None:
-        print("No drawing: the kernel did not run to the end on every shape.")
-        return report
-    from gpulab.diagrams.kernels import draw_touches
-
-    draw_touches(report)
-    return report
