@@ -200,7 +200,7 @@ def setup_cell_source(repo_url: str, branch: str = "main") -> str:
     and CuPy Colab already has because gpulab does not pin them. It adds the extras ``nvml``
     (NVML for the energy readings) and, where torch sees a CUDA GPU, ``kernels-cu12`` or
     ``kernels-cu13`` for torch's CUDA major: numba-cuda, Numba's CUDA target, with the CUDA
-    libraries it compiles and links with (a GPU-less session does not download them).
+    libraries it compiles and links with (a runtime without a GPU does not download them).
     Where gpulab is already installed (a local checkout, CI) the cell only imports it and
     calls ``setup_lab()``.
     Where gpulab cannot be installed (the install failed, or ``repo_url`` is still the
