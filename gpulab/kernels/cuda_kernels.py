@@ -360,20 +360,19 @@ def time_launch(kernel, grid, block, *args, min_run_time_s: float = 0.2, label: 
     from gpulab.measure.bench import benchmark
 
     compiled = kernel if hasattr(kernel, "py_func") else compile_for_gpu(kernel)
-    views = tuple(
-        cuda.as_cuda_array(a) if hasattr(a, "__cuda_array_interface__") else a for a in args
-    )
+    views = as_cuda_arrays(args)
     launch = compiled[grid, block]
     return benchmark(lambda: launch(*views), min_run_time_s=min_run_time_s, label=label)
 
 
 def as_cuda_arrays(values) -> list:
-    """The values with each torch tensor seen as a Numba device array (the same memory).
+    """The values with each GPU array (a torch CUDA tensor, a CuPy array: anything with
+    ``__cuda_array_interface__``) seen as a Numba device array over the same memory.
 
-    A Numba launch converts a torch tensor through ``cuda.as_cuda_array`` on every call,
-    tens of microseconds each, which a timing of a short kernel on a fast GPU would count;
-    converted once, before the timed calls, the launches pass device arrays.
+    A Numba launch converts such an array through ``cuda.as_cuda_array`` on every call, tens
+    of microseconds each, which a timing of a short kernel on a fast GPU would count;
+    converted once, before the timed calls, the launches pass device arrays. Anything else
+    (a scalar, a CPU tensor) is returned as it is.
     """
-    import torch
-
-    return [cuda.as_cuda_array(v) if isinstance(v, torch.Tensor) else v for v in values]
+    return [cuda.as_cuda_array(v) if hasattr(v, "__cuda_array_interface__") else v
+            for v in values]
