@@ -181,3 +181,74 @@ def test_a_changed_english_message_is_never_shown_with_stale_chinese(root, tmp_p
         compiled = read_mo(handle)
     assert compiled.get("A new English sentence.") is None
     assert compiled.get("An unchanged sentence.").string == "未改变的句子。"
+
+
+def test_the_term_and_bold_checks_find_each_kind_of_broken_translation():
+    terms = glossary_terms(ROOT / "book" / "glossary.md")
+    english = (
+        "Each warp reads the registry's datasheet peak at 4 FLOP/byte, as the **{term}`kernel`** "
+        "does; the claim holds, and **fusion** removes bytes."
+    )
+    good = (
+        "每个线程束读取规格库中的数据手册峰值，为 4 FLOP/字节，与"
+        "&#8203;**{term}`核函数 <kernel>`**&#8203;一样；这个论断成立，而**融合**减少了字节数。"
+    )
+    assert check_message(english, good, terms) == []
+    broken = {
+        "glossary term 'warp'": good.replace("线程束", "warp"),
+        "'registry' is 规格库": good.replace("规格库", "数据表"),
+        "write 数据手册, not '规格表'": good.replace("数据手册", "规格表"),
+        "write FLOP/字节, not 'FLOPs/字节'": good.replace("FLOP/字节", "FLOPs/字节"),
+        "'claim' is 论断": good.replace("论断", "说法"),
+        "space before bold '融合'": good.replace("而**融合**", "而 **融合**"),
+        "space after bold '融合'": good.replace("**融合**减少", "**融合** 减少"),
+        "bold lost or moved: {term}kernel": good.replace("&#8203;", ""),
+    }
+    for what, translation in broken.items():
+        found = [p.what for p in check_message(english, translation, terms)]
+        assert any(what in f for f in found), (what, found)
+
+
+def test_one_english_message_has_one_translation(root):
+    # The boilerplate every chapter or lab repeats ("What a GPU adds", the "Check yourself"
+    # instructions, "How long") reads the same on every page. The glossary's headwords
+    # ("线程束（Warp）") differ from a heading of the same words by design.
+    from babel.messages.pofile import read_po
+
+    from gpulab.course.terminology import divergent_translations
+
+    messages = []
+    for path in catalogue_paths(root):
+        if path.stem == "glossary":
+            continue
+        with open(path, "rb") as handle:
+            messages += [(_page(path), m.id, m.string) for m in read_po(handle)
+                         if m.id and m.string and not m.fuzzy]  # fmt: skip
+    divergent = divergent_translations(messages)
+    assert not divergent, "\n".join(
+        f"{msgid[:70]!r}:\n" + "\n".join(f"    {pages}: {s[:70]!r}" for s, pages in ways.items())
+        for msgid, ways in divergent.items()
+    )
+
+
+def test_bold_in_the_chinese_pages_shows_as_bold_without_gaps(book_build):
+    # What the catalogue checks predict, on the built pages: no asterisks left showing in
+    # running text, and no space between a Chinese character and bold Chinese text.
+    import html as html_lib
+    import re
+
+    assert book_build.zh_returncode == 0, book_build.zh_log[-3000:]
+    cjk = "\u4e00-\u9fff\u3000-\u303f\uff00-\uffef"
+    shown, gaps = [], []
+    for page in sorted((book_build.html / "zh").rglob("*.html")):
+        text = page.read_text(encoding="utf-8")
+        for paragraph in re.findall(r"<p>(.*?)</p>", text, re.S):
+            hidden = r"<code.*?</code>|<span class=\"math.*?</span>"  # code and math keep **
+            plain = re.sub(hidden, "", paragraph, flags=re.S)
+            plain = html_lib.unescape(re.sub(r"<(?!/?strong)[^>]+>", "", plain))
+            if "**" in plain:
+                shown.append(f"{page.name}: {plain[:90]!r}")
+            if re.search(f"[{cjk}] <strong>[{cjk}]|[{cjk}]</strong> [{cjk}]", plain):
+                gaps.append(f"{page.name}: {plain[:90]!r}")
+    assert not shown, "asterisks showing on Chinese pages:\n" + "\n".join(shown)
+    assert not gaps, "gaps around bold on Chinese pages:\n" + "\n".join(gaps)

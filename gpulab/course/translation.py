@@ -5,7 +5,10 @@ The Chinese edition (``locale/README.md``) translates each page's messages in
 the English has them, every code span, math span, URL, link target, the target of every
 cross-reference role and every ``{glue:…}`` role (its value is computed), and it must show the
 glossary's Chinese term wherever the English marks a glossary term with ``{term}``
-(:func:`glossary_terms` reads them from ``book/glossary.md``).
+(:func:`glossary_terms` reads them from ``book/glossary.md``), also where the English writes the
+term as a plain word, and the fixed terms (:mod:`gpulab.course.terminology`); bold text sits in
+Chinese sentences without gaps and around the words the English bolds
+(:mod:`gpulab.course.typography`).
 
 Run ``python -m gpulab.course.translation [catalogue.po ...]`` (default: every catalogue) to
 print each page's coverage and every problem; the exit status is 1 when there is one.
@@ -18,6 +21,9 @@ import sys
 from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from gpulab.course.terminology import fixed_term_problems, running_text_problems
+from gpulab.course.typography import bold_spacing_problems, misplaced_bold_problems
 
 __all__ = [
     "Coverage",
@@ -215,11 +221,11 @@ def check_message(
     ['missing code `x`', '{term}`warp`: the translation has no {term} role for it']
     >>> [p.what[:15] for p in check_message("**Time.** Go.", "**时间。**出发。", terms)]
     ['emphasis lost: ']
-    >>> check_message("**Time.** Go.", "**时间。** 出发。", terms)
+    >>> check_message("**Time.** Go.", "**时间**。出发。", terms)
     []
     >>> [p.what[:15] for p in check_message("The **{term}`warp`** runs.",
     ...                                     "**{term}`线程束 <warp>`**运行。", terms)]
-    ['emphasis lost: ']
+    ['emphasis lost: ', 'bold lost or mo']
     """
     problems = []
     english, chinese = _kept(msgid), _kept(msgstr)
@@ -259,6 +265,10 @@ def check_message(
                 page, msgid, f"{{term}}`{target}` must show the glossary's Chinese term "
                 f"({' or '.join(map(repr, forms))})"
             ))  # fmt: skip
+    problems += [Problem(page, msgid, what) for what in (
+        running_text_problems(msgid, msgstr, terms) + fixed_term_problems(msgid, msgstr)
+        + bold_spacing_problems(msgstr) + misplaced_bold_problems(msgid, msgstr)
+    )]
     return problems
 
 
