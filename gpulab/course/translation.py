@@ -242,8 +242,8 @@ def check_message(
             problems.append(Problem(
                 page, msgid, f"emphasis lost: {bold} bold and {italic} italic spans in the "
                 f"English, {zh_bold} and {zh_italic} in the translation, with {zh_shown} "
-                "asterisks showing (a ** after punctuation needs a space before a Chinese "
-                "character)"
+                "asterisks showing (a ** between punctuation and a Chinese character does not "
+                "count: put the full stop after the ** or write &#8203; there)"
             ))  # fmt: skip
     translated_terms = [(shown, target.lower()) for name, shown, target in _roles(msgstr)
                         if name == "term"]  # fmt: skip
