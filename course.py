@@ -663,18 +663,30 @@ def extract_messages(python: Path) -> int:
 
 
 def update_translations(python: Path) -> int:
-    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl)."""
+    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl), then tidy
+    every catalogue: no obsolete (``#~``) entries, no ``python-format`` flag on prose (both make
+    ``msgfmt -c`` refuse a catalogue; ``gpulab.course.translation.tidy_catalogue``)."""
     code = extract_messages(python)
     if code != 0:
         return code
     say("merging them into locale/zh_CN: changed messages become fuzzy (shown in English)")
     update = "from sphinx_intl.commands import main; main()"
-    return run(
+    code = run(
         [python, "-c", update, "update", "-p", GETTEXT_TEMPLATES, "-l", ZH_LANGUAGE, "-d",
          ROOT / "locale"],
         BUILD_TIMEOUT_S,
         check=False,
     )  # fmt: skip
+    if code != 0:
+        return code
+    say("dropping obsolete entries and python-format flags from the catalogues")
+    tidy = (
+        "import sys\n"
+        "from gpulab.course.translation import catalogue_paths, tidy_catalogue\n"
+        "for path in catalogue_paths(sys.argv[1]):\n"
+        "    tidy_catalogue(path)\n"
+    )
+    return run([python, "-c", tidy, ROOT], BUILD_TIMEOUT_S, check=False)
 
 
 def build(python: Path, solutions_open: bool = False, edition: str = "both") -> int:

@@ -9,11 +9,17 @@ These tests fail, and list the messages with their page, when
   translations`` was not run after an English change, so the edition cannot show it);
 * a translation drops or changes a code span, math, a link target, a cross-reference's target
   or a glued value, shows a glossary term without its Chinese form, or loses emphasis;
+* a translation begins like a Markdown block (``1. 慢循环``: Sphinx would show the English);
+* ``msgfmt -c`` refuses a catalogue (obsolete entries repeating active ones, a
+  ``python-format`` flag on prose), or a catalogue holds either;
 * the live calculators' sentences and labels (``ui.po``) are not all translated.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,11 +28,15 @@ import yaml
 
 from gpulab.course.translation import (
     LOCALE_DIR,
+    MYST_EXTENSIONS,
     catalogue_paths,
     check_catalogue,
     check_message,
     coverage,
+    escape_block_start,
     glossary_terms,
+    hygiene_problems,
+    tidy_catalogue,
     ui_table,
 )
 
@@ -109,10 +119,100 @@ def test_the_checks_find_each_kind_of_broken_translation():
         "must show the glossary's Chinese term": good.replace("线程束 <warp>", "warp <warp>"),
         "has no {term} role": good.replace("{term}`线程束 <warp>`", "线程束"),
         "emphasis lost": good.replace("**很快**。完成", "**很快。**完成"),
+        "reads the translation as a bullet list": "- " + good,
+        "reads the translation as an ordered list": "1. " + good,
+        "reads the translation as a heading": "# " + good,
+        "reads the translation as a blockquote": good.replace("；参见 ", "；参见\n> "),
     }
     for what, translation in broken.items():
         found = [p.what for p in check_message(english, translation, terms)]
         assert any(what in f for f in found), (what, found)
+
+
+def test_an_escaped_block_marker_reads_as_the_paragraph_sphinx_expects():
+    terms = {"warp": ("线程束",)}
+    for english, chinese in [("1. The slow loop", "1. 慢循环"), ("+ gradients", "+ 梯度"),
+                             ("* stars", "* 星号"), ("#", "#"), ("> quoted", "> 引用"),
+                             ("Two lines\n- and a list", "两行\n- 和一个列表")]:  # fmt: skip
+        assert check_message(english, chinese, terms), chinese
+        escaped = escape_block_start(chinese)
+        assert escaped.replace("\\", "") == chinese  # one backslash added, nothing else
+        assert check_message(english, escaped, terms) == [], escaped
+
+
+def test_translations_are_parsed_with_the_books_myst_extensions(root):
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    assert set(MYST_EXTENSIONS) == set(config["parse"]["myst_enable_extensions"])
+
+
+MSGFMT = shutil.which("msgfmt")
+#: CI (.ci/run) installs GNU gettext and requires this check; elsewhere it skips without it.
+REQUIRE_MSGFMT = os.environ.get("GPULAB_REQUIRE_MSGFMT") == "1"
+
+
+def test_msgfmt_accepts_every_catalogue(root, tmp_path):
+    if MSGFMT is None:
+        if REQUIRE_MSGFMT:
+            pytest.fail("msgfmt (GNU gettext) is not installed; GPULAB_REQUIRE_MSGFMT=1 needs it")
+        pytest.skip("msgfmt (GNU gettext) is not installed")
+    refused = []
+    for path in catalogue_paths(root):
+        proc = subprocess.run([MSGFMT, "-c", "-o", str(tmp_path / "out.mo"), str(path)],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        if proc.returncode != 0:
+            refused.append(proc.stderr.strip())
+    assert len(catalogue_paths(root)) > 30
+    assert not refused, "\n".join(refused)
+
+
+def test_tidying_drops_obsolete_entries_and_python_format_flags(tmp_path):
+    po = tmp_path / "page.po"
+    po.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#, python-format\nmsgid "At the 5% level."\nmsgstr "在 5% 的水平上。"\n\n'
+        '#, fuzzy, python-format\nmsgid "A 10% gain."\nmsgstr "10% 的提升。"\n\n'
+        '#~ msgid "At the 5% level."\n#~ msgstr "旧的译文。"\n\n',
+        encoding="utf-8",
+    )
+    found = [p.what for p in hygiene_problems(po)]
+    assert len(found) == 3 and "1 obsolete" in found[0], found
+    if MSGFMT:  # what msgfmt -c refuses: the duplicate and the format string "% l"
+        refused = subprocess.run([MSGFMT, "-c", "-o", os.devnull, str(po)],
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert refused.returncode != 0 and "duplicate" in refused.stderr
+    assert tidy_catalogue(po) is True
+    text = po.read_text(encoding="utf-8")
+    assert "#~" not in text and "python-format" not in text and "#, fuzzy\n" in text
+    assert hygiene_problems(po) == [] and tidy_catalogue(po) is False
+    assert text.endswith('msgstr "10% 的提升。"\n\n')  # the file's own ending kept
+    if MSGFMT:
+        subprocess.run([MSGFMT, "-c", "-o", os.devnull, str(po)], check=True, timeout=60)
+
+
+def test_a_dropped_translation_is_found_absent_from_its_page(tmp_path):
+    from gpulab.course.translated_pages import absent_messages
+
+    po = tmp_path / "lab.po"
+    po.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "1. The slow loop"\nmsgstr "1. 慢循环"\n\n'
+        'msgid "2. The fix"\nmsgstr "2\\\\. 修复"\n\n'
+        'msgid "A {term}`warp` of {glue:text}`n` threads ($n$), see <https://github.com/a/b>."\n'
+        'msgstr "一个由 {glue:text}`n` 个线程（$n$）组成的{term}`线程束 <warp>`，见 '
+        '<https://github.com/a/b>。"\n\n'
+        'msgid "Old English"\nmsgstr "旧译文"\n\n'
+        '#, fuzzy\nmsgid "Changed"\nmsgstr "过时的译文"\n\n',
+        encoding="utf-8",
+    )
+    page = tmp_path / "lab.html"
+    page.write_text(
+        "<h2>1. The slow loop<a class='headerlink' href='#s1'>#</a></h2><h2>2. 修复</h2>"
+        "<p>一个由 <span>32</span> 个线程（<span class='math'>\\(n\\)</span>）组成的"
+        "<a href='glossary.html#term-warp'>线程束</a>，见 <a href='https://github.com/a/b'>"
+        "a/b</a>。</p><p>Changed</p>",
+        encoding="utf-8",
+    )
+    assert absent_messages(po, page) == ["1. The slow loop", "Old English"]
 
 
 def test_glossary_terms_are_read_for_every_entry(root):
