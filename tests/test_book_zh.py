@@ -98,6 +98,20 @@ def test_pages_with_generated_text_say_it_is_in_english(book_build, zh_html, roo
     assert GENERATED_IN_ENGLISH in accuracy
 
 
+def test_lab_pages_show_the_recorded_outputs_note_in_chinese(book_build, zh_html, root):
+    labs = sorted(p.stem for p in (root / "notebooks").glob("*_lab.ipynb"))
+    assert labs
+    for lab in labs:
+        chinese = (zh_html / "notebooks" / f"{lab}.html").read_text(encoding="utf-8")
+        english = (book_build.html / "notebooks" / f"{lab}.html").read_text(encoding="utf-8")
+        assert '<p class="admonition-title">Recorded outputs</p>' in english, lab
+        assert '<p class="admonition-title">录制的输出</p>' in chinese, lab
+        assert "Recorded outputs" not in chinese, lab
+        assert "outputs recorded on" not in chinese and "：输出于 " in chinese, lab
+        assert ("No GPU recording yet" in english) == ("还没有 GPU 录制" in chinese), lab
+        assert "No GPU recording yet" not in chinese, lab
+
+
 def test_chinese_search_splits_chinese_words(zh_html):
     text = (zh_html / "searchindex.js").read_text(encoding="utf-8")
     index = json.loads(text[text.index("(") + 1 : text.rindex(")")])

@@ -264,6 +264,53 @@ def test_the_calculators_speak_chinese(root):
     assert translator("en")("Roofline explorer") == "Roofline explorer"
 
 
+def test_the_recorded_outputs_note_speaks_chinese(root, monkeypatch):
+    """A lab page's "Recorded outputs" note (book/_ext/lab_recordings.py): every sentence in
+    ui.po, each translation with the English's placeholders, filled in after translating."""
+    import string
+
+    from gpulab.course.recordings import Recording, recordings_summary
+
+    monkeypatch.syspath_prepend(str(root / "book" / "_ext"))
+    from lab_recordings import _changed_sentences, ui_messages
+    from live_calculators import translator
+
+    table = ui_table(root / LOCALE_DIR / "ui.po")
+
+    def fields(text):
+        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+    for message in ui_messages():
+        assert message in table, f"untranslated in ui.po: {message!r}"
+        assert fields(table[message]) == fields(message), message
+    _ = translator("zh_CN")
+    provenance = {"date": "2026-12-03", "device": "AMD EPYC (cpu); torch 2.13",
+                  "gpulab": "0.1.0", "python": "3.11.7"}  # fmt: skip
+    cpu = Recording("cpu", Path("x_lab.ipynb"), provenance, 41.0)
+    gpu = Recording("cuda:H100 SXM5 80GB", Path("x_lab.ipynb"),
+                    {**provenance, "cupy": "13.3.0"}, None)  # fmt: skip
+    assert recordings_summary({"cpu": cpu}, _) == [
+        "CPU：输出于 2026-12-03 录制，设备为 AMD EPYC (cpu); torch 2.13；CuPy 未安装；"
+        "gpulab 0.1.0；Python 3.11.7；运行时间 41 s。",
+        "还没有 GPU 录制：本页的每个输出都是在 CPU 上运行得到的。在有 CUDA GPU 的机器上，"
+        "`python -m gpulab record --all` 会添加一份 GPU 录制，显示在这些输出旁边。",
+    ]
+    both = recordings_summary({"cpu": cpu, "cuda:H100 SXM5 80GB": gpu}, _)
+    assert len(both) == 2 and both[1].endswith("CuPy 13.3.0；gpulab 0.1.0；Python 3.11.7。")
+    assert _changed_sentences({"GPU (H100)": {3, 5}}, _) == (
+        "有 2 个单元格在 GPU (H100) 录制之后改动过，只显示 CPU 的输出。"
+    )
+    assert _changed_sentences({"GPU (T4)": {3}, "GPU (H100)": {3, 5}}, _) == (
+        "有 1 个单元格在 GPU (T4) 录制之后改动过，没有该录制的标签页。 "
+        "有 2 个单元格在 GPU (H100) 录制之后改动过，没有该录制的标签页。 "
+        "有 1 个单元格在每次录制之后都改动过，只显示 CPU 的输出。"
+    )
+    # In English the note reads as before: the sentences, untranslated.
+    assert _changed_sentences({"GPU (T4)": {3}, "GPU (H100)": {3, 5}}).endswith(
+        "1 cell changed since every recording and shows the CPU output only."
+    )
+
+
 def test_a_changed_english_message_is_never_shown_with_stale_chinese(root, tmp_path):
     # sphinx-intl marks a changed message fuzzy (keeping the old Chinese as a hint); the build
     # must not use fuzzy translations, so the reader sees the new English until it is done.
