@@ -123,6 +123,7 @@ def test_the_checks_find_each_kind_of_broken_translation():
         "reads the translation as an ordered list": "1. " + good,
         "reads the translation as a heading": "# " + good,
         "reads the translation as a blockquote": good.replace("；参见 ", "；参见\n> "),
+        "more than one paragraph": good.replace("；参见 ", "；\n\n参见 "),
     }
     for what, translation in broken.items():
         found = [p.what for p in check_message(english, translation, terms)]

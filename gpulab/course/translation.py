@@ -221,9 +221,10 @@ _MYST_PARSER = None
 
 
 def _first_block(text: str):
-    """The first top-level block of ``text`` that is not a paragraph (a token), or None."""
+    """The first top-level block of ``text`` past what Sphinx keeps of a translation, its first
+    paragraph (a token): a block that is not a paragraph, or a second paragraph; or None."""
     tokens = [t for t in _myst().parse(text) if t.level == 0 and t.nesting >= 0]
-    return next((t for t in tokens if t.type != "paragraph_open"), None)
+    return next((t for i, t in enumerate(tokens) if i or t.type != "paragraph_open"), None)
 
 
 def _block_name(token) -> str:
@@ -297,10 +298,17 @@ def check_message(
     ['emphasis lost: ']
     >>> [p.what[:40] for p in check_message("1. The loop", "1. 循环", terms)]
     ['Sphinx reads the translation as an order']
+    >>> [p.what[:49] for p in check_message("One paragraph.", "一段。\\n\\n两段。", terms)]
+    ['Sphinx reads the translation as more than one par']
     """
     problems = []
     block = _first_block(msgstr)
-    if block is not None:
+    if block is not None and block.type == "paragraph_open":
+        problems.append(Problem(
+            page, msgid, "Sphinx reads the translation as more than one paragraph and keeps "
+            "the first only: remove the blank line"
+        ))  # fmt: skip
+    elif block is not None:
         name = _block_name(block)
         article = "an" if name[0] in "aeiou" else "a"
         problems.append(Problem(
