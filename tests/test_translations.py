@@ -139,6 +139,8 @@ def test_an_escaped_block_marker_reads_as_the_paragraph_sphinx_expects():
         escaped = escape_block_start(chinese)
         assert escaped.replace("\\", "") == chinese  # one backslash added, nothing else
         assert check_message(english, escaped, terms) == [], escaped
+        # ui.po's sentences go into the page as they are, not through Markdown: no escaping.
+        assert check_message(english, chinese, terms, markdown=False) == [], chinese
 
 
 def test_translations_are_parsed_with_the_books_myst_extensions(root):

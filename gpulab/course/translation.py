@@ -269,7 +269,11 @@ def escape_block_start(text: str) -> str:
 
 
 def check_message(
-    msgid: str, msgstr: str, terms: dict[str, tuple[str, ...]], page: str = ""
+    msgid: str,
+    msgstr: str,
+    terms: dict[str, tuple[str, ...]],
+    page: str = "",
+    markdown: bool = True,
 ) -> list[Problem]:
     """What ``msgstr`` (a translation of ``msgid``) fails to keep, as problems.
 
@@ -281,6 +285,9 @@ def check_message(
         :func:`glossary_terms`.
     page : str
         The page, for the problems' text.
+    markdown : bool
+        Whether Sphinx parses the translation as Markdown (a page's message): then it must
+        read as one paragraph. ``ui.po``'s sentences are put into pages as they are.
 
     Examples
     --------
@@ -302,7 +309,7 @@ def check_message(
     ['Sphinx reads the translation as more than one par']
     """
     problems = []
-    block = _first_block(msgstr)
+    block = _first_block(msgstr) if markdown else None
     if block is not None and block.type == "paragraph_open":
         problems.append(Problem(
             page, msgid, "Sphinx reads the translation as more than one paragraph and keeps "
@@ -455,12 +462,14 @@ def hygiene_problems(path: str | Path) -> list[Problem]:
 
 def check_catalogue(path: str | Path, terms: dict[str, tuple[str, ...]]) -> list[Problem]:
     """Every problem of a catalogue: its translated messages' (:func:`check_message`), and
-    obsolete entries or ``python-format`` flags left in it (:func:`hygiene_problems`)."""
+    obsolete entries or ``python-format`` flags left in it (:func:`hygiene_problems`).
+    ``ui.po``'s sentences are not Markdown (``markdown=False``)."""
     page = _page(Path(path))
+    markdown = Path(path).name != "ui.po"
     problems = hygiene_problems(path)
     for message in _read(Path(path)):
         if message.id and message.string and not message.fuzzy:
-            problems += check_message(message.id, message.string, terms, page)
+            problems += check_message(message.id, message.string, terms, page, markdown)
     return problems
 
 
