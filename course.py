@@ -637,7 +637,7 @@ def build_chinese(python: Path) -> int:
 def extract_messages(python: Path) -> int:
     """The English messages as gettext templates in _build/i18n/_build/gettext, one per page,
     plus ``ui.pot`` for the sentences the book's extensions write (the live calculators, the
-    labs' "Worked solution" boxes).
+    labs' "Worked solution" boxes and "Recorded outputs" notes).
 
     Only what authors wrote is extracted (a cell's output is not offered for translation,
     ``book/_ext/generated_text.py``, but a figure's caption is), from the chapters as the
@@ -655,26 +655,40 @@ def extract_messages(python: Path) -> int:
         "import sys; sys.path.insert(0, sys.argv[1])\n"
         "from live_calculators import ui_messages\n"
         "from solution_cells import ui_messages as solution_messages\n"
+        "from lab_recordings import ui_messages as recording_messages\n"
         "from gpulab.course.translation import write_template\n"
-        "write_template([*ui_messages(), *solution_messages()], sys.argv[2])\n"
+        "write_template([*ui_messages(), *solution_messages(), *recording_messages()],\n"
+        "               sys.argv[2])\n"
     )
     return run([python, "-c", ui, ROOT / "book" / "_ext", GETTEXT_TEMPLATES / "ui.pot"],
                BUILD_TIMEOUT_S, check=False)  # fmt: skip
 
 
 def update_translations(python: Path) -> int:
-    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl)."""
+    """Extract the English messages and merge them into locale/zh_CN (sphinx-intl), then tidy
+    every catalogue: no obsolete (``#~``) entries, no ``python-format`` flag on prose (both make
+    ``msgfmt -c`` refuse a catalogue; ``gpulab.course.translation.tidy_catalogue``)."""
     code = extract_messages(python)
     if code != 0:
         return code
     say("merging them into locale/zh_CN: changed messages become fuzzy (shown in English)")
     update = "from sphinx_intl.commands import main; main()"
-    return run(
+    code = run(
         [python, "-c", update, "update", "-p", GETTEXT_TEMPLATES, "-l", ZH_LANGUAGE, "-d",
          ROOT / "locale"],
         BUILD_TIMEOUT_S,
         check=False,
     )  # fmt: skip
+    if code != 0:
+        return code
+    say("dropping obsolete entries and python-format flags from the catalogues")
+    tidy = (
+        "import sys\n"
+        "from gpulab.course.translation import catalogue_paths, tidy_catalogue\n"
+        "for path in catalogue_paths(sys.argv[1]):\n"
+        "    tidy_catalogue(path)\n"
+    )
+    return run([python, "-c", tidy, ROOT], BUILD_TIMEOUT_S, check=False)
 
 
 def build(python: Path, solutions_open: bool = False, edition: str = "both") -> int:

@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from test_book import RAW_MARKUP, visible_prose
 
+from gpulab.course.translated_pages import absent_messages
+from gpulab.course.translation import LOCALE_DIR
+
 ZH = "zh"
 
 
@@ -95,6 +98,20 @@ def test_pages_with_generated_text_say_it_is_in_english(book_build, zh_html, roo
     assert GENERATED_IN_ENGLISH in accuracy
 
 
+def test_lab_pages_show_the_recorded_outputs_note_in_chinese(book_build, zh_html, root):
+    labs = sorted(p.stem for p in (root / "notebooks").glob("*_lab.ipynb"))
+    assert labs
+    for lab in labs:
+        chinese = (zh_html / "notebooks" / f"{lab}.html").read_text(encoding="utf-8")
+        english = (book_build.html / "notebooks" / f"{lab}.html").read_text(encoding="utf-8")
+        assert '<p class="admonition-title">Recorded outputs</p>' in english, lab
+        assert '<p class="admonition-title">录制的输出</p>' in chinese, lab
+        assert "Recorded outputs" not in chinese, lab
+        assert "outputs recorded on" not in chinese and "：输出于 " in chinese, lab
+        assert ("No GPU recording yet" in english) == ("还没有 GPU 录制" in chinese), lab
+        assert "No GPU recording yet" not in chinese, lab
+
+
 def test_chinese_search_splits_chinese_words(zh_html):
     text = (zh_html / "searchindex.js").read_text(encoding="utf-8")
     index = json.loads(text[text.index("(") + 1 : text.rindex(")")])
@@ -109,3 +126,32 @@ def test_the_calculators_are_labelled_in_chinese(zh_html):
     assert '<p class="gl-calc-title">屋顶线模型探索器</p>' in page
     assert 'data-text-ready="改动任意一个值' in page
     assert "This calculator needs a browser" not in page
+
+
+def test_every_translated_message_reaches_its_page(zh_html, root):
+    """Each page's translated messages are on its built Chinese page.
+
+    Sphinx drops a translation without a word (the page shows the English) when it parses as
+    something other than the paragraph it replaces (``1. 慢循环`` is a list) or when its
+    catalogue cannot be compiled. Each message is looked for as the page shows it
+    (``gpulab.course.translated_pages``): rendered, with whitespace, quotation marks and dashes
+    left out, and what the build computes (glued values, math, citations, a ``{doc}``
+    role's title, an autolink's shortened text) a gap between pieces that must appear in
+    order; a display-math block's TeX is on the page as written. Untranslated and fuzzy
+    messages are not looked for: those pages show the English on purpose. No translated
+    message is legitimately absent: ``ui.po`` is not a page's catalogue (the calculators and
+    boxes it translates have tests of their own), and text that only code or a cell's output
+    shows is not in any catalogue.
+    """
+    base = root / LOCALE_DIR
+    absent, pages = [], 0
+    for catalogue in sorted(base.glob("*/*.po")):
+        page = zh_html / catalogue.relative_to(base).with_suffix(".html")
+        assert page.is_file(), f"{catalogue.relative_to(root)} has no built page {page}"
+        pages += 1
+        absent += [f"{catalogue.stem}: {m[:90]!r}" for m in absent_messages(catalogue, page)]
+    assert pages > 30
+    assert not absent, (
+        f"{len(absent)} translated messages are not on their Chinese page (Sphinx showed the "
+        "English; python -m gpulab.course.translation names the cause):\n" + "\n".join(absent)
+    )

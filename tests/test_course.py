@@ -93,7 +93,7 @@ def test_one_edition_only(course, commands, edition):
 
 def test_the_catalogues_are_refreshed_from_a_gettext_build(course, commands):
     assert course.update_translations(course.Path(sys.executable)) == 0
-    (extract, config), (ui, _), (merge, _) = commands
+    (extract, config), (ui, _), (merge, _), (tidy, _) = commands
     assert ui[-1] == str(course.GETTEXT_TEMPLATES / "ui.pot")
     assert extract[extract.index("--custom-builder") + 1] == "gettext"
     assert extract[extract.index("--path-output") + 1] == str(course.GETTEXT_OUTPUT)
@@ -102,6 +102,8 @@ def test_the_catalogues_are_refreshed_from_a_gettext_build(course, commands):
     assert settings["execute"]["cache"] == str(course.BUILD_CACHE)  # the English build's runs
     assert merge[merge.index("-l") + 1] == "zh_CN"
     assert merge[merge.index("-d") + 1] == str(course.ROOT / "locale")
+    # Then every catalogue is tidied (obsolete entries and python-format flags dropped).
+    assert "tidy_catalogue" in tidy[2] and tidy[-1] == str(course.ROOT)
 
 
 def test_solutions_open_build_uses_an_override_and_its_own_output(course, commands):

@@ -338,6 +338,12 @@ def test_lab_recordings_lists_each_kind_with_its_provenance(tmp_path, monkeypatc
     assert len(summary) == 2 and not any("No GPU recording" in line for line in summary)
     assert summary[1].startswith("GPU (H100 SXM5 80GB): outputs recorded on")
     assert "NVIDIA H100 (cuda)" in summary[1]  # the driver's name, in the provenance
+    # Each line is the recording's provenance sentence, as the lab's own provenance cell has it.
+    from gpulab.measure.provenance import provenance_line
+
+    for line, recording in zip(summary, found.values(), strict=True):
+        sentence = provenance_line(recording.provenance).rstrip(".")
+        assert line.startswith(f"{recording.label}: {sentence[0].lower()}{sentence[1:]}"), line
 
 
 def test_the_kernel_waits_passively_and_the_environment_is_restored(tmp_path, monkeypatch):

@@ -161,9 +161,9 @@ def _write_recording(path, kinds, code):
     nbformat.write(nb, path)
 
 
-def _lab_page(folder, root, monkeypatch) -> str:
+def _lab_page(folder, root, monkeypatch, language: str | None = None) -> str:
     """The HTML of ``folder/notebooks/a_lab.ipynb`` built as the book builds a lab (myst-nb,
-    outputs as recorded, with book/_ext/lab_recordings.py)."""
+    outputs as recorded, with book/_ext/lab_recordings.py), in ``language`` if given."""
     from sphinx.application import Sphinx
     from sphinx.util.docutils import docutils_namespace
 
@@ -181,6 +181,7 @@ def _lab_page(folder, root, monkeypatch) -> str:
                 "root_doc": "notebooks/a_lab",
                 "nb_execution_mode": "off",
                 "exclude_patterns": ["_build", "notebooks/recordings"],
+                **({"language": language} if language else {}),
             },
             status=None,
             warning=warnings,
@@ -255,6 +256,32 @@ def test_a_lab_page_puts_a_gpu_recording_beside_the_cpu_one(tmp_path, root, monk
     tabs = _tabs(no_cpu_output)
     assert list(tabs) == ["CPU", GPU]
     assert "(No output on this device.)" in tabs["CPU"] and "drawn on the GPU" in tabs[GPU]
+
+
+def test_the_chinese_edition_shows_the_note_and_tabs_in_chinese(tmp_path, root, monkeypatch):
+    """The note is added after Sphinx translated the page: its sentences come from ui.po."""
+    notebooks = tmp_path / "notebooks"
+    _write_recording(
+        notebooks / "a_lab.ipynb",
+        ["cpu", H100],
+        [("print(1)", ["1\n"]), ("print('edited')", ["edited\n"]), ("show()", [])],
+    )
+    _write_recording(
+        recording_path(notebooks / "a_lab.ipynb", H100),
+        ["cpu", H100],
+        [("print(1)", ["1\n"]), ("print('old')", ["old\n"]), ("show()", ["drawn\n"])],
+    )
+    page = _lab_page(tmp_path, root, monkeypatch, language="zh_CN")
+    assert '<p class="admonition-title">录制的输出</p>' in page
+    note = _note(page)
+    assert note[0].startswith("CPU：输出于 2026-12-03 录制，设备为 AMD EPYC (cpu)")
+    assert note[1].startswith(f"{GPU}：输出于 2026-12-03 录制")
+    assert note[2] == (
+        "下面的每个输出都为每次录制设有一个标签页。 "
+        f"有 1 个单元格在 {GPU} 录制之后改动过，只显示 CPU 的输出。"
+    )
+    assert 'aria-label="录制的输出"' in page and "（此设备上没有输出。）" in page
+    assert "Recorded outputs" not in page and not any("recorded on" in line for line in note)
 
 
 def test_cells_changed_since_two_recordings_are_counted_once_each(tmp_path, root, monkeypatch):

@@ -9,11 +9,17 @@ These tests fail, and list the messages with their page, when
   translations`` was not run after an English change, so the edition cannot show it);
 * a translation drops or changes a code span, math, a link target, a cross-reference's target
   or a glued value, shows a glossary term without its Chinese form, or loses emphasis;
+* a translation begins like a Markdown block (``1. 慢循环``: Sphinx would show the English);
+* ``msgfmt -c`` refuses a catalogue (obsolete entries repeating active ones, a
+  ``python-format`` flag on prose), or a catalogue holds either;
 * the live calculators' sentences and labels (``ui.po``) are not all translated.
 """
 
 from __future__ import annotations
 
+import os
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,11 +28,15 @@ import yaml
 
 from gpulab.course.translation import (
     LOCALE_DIR,
+    MYST_EXTENSIONS,
     catalogue_paths,
     check_catalogue,
     check_message,
     coverage,
+    escape_block_start,
     glossary_terms,
+    hygiene_problems,
+    tidy_catalogue,
     ui_table,
 )
 
@@ -109,10 +119,103 @@ def test_the_checks_find_each_kind_of_broken_translation():
         "must show the glossary's Chinese term": good.replace("线程束 <warp>", "warp <warp>"),
         "has no {term} role": good.replace("{term}`线程束 <warp>`", "线程束"),
         "emphasis lost": good.replace("**很快**。完成", "**很快。**完成"),
+        "reads the translation as a bullet list": "- " + good,
+        "reads the translation as an ordered list": "1. " + good,
+        "reads the translation as a heading": "# " + good,
+        "reads the translation as a blockquote": good.replace("；参见 ", "；参见\n> "),
+        "more than one paragraph": good.replace("；参见 ", "；\n\n参见 "),
     }
     for what, translation in broken.items():
         found = [p.what for p in check_message(english, translation, terms)]
         assert any(what in f for f in found), (what, found)
+
+
+def test_an_escaped_block_marker_reads_as_the_paragraph_sphinx_expects():
+    terms = {"warp": ("线程束",)}
+    for english, chinese in [("1. The slow loop", "1. 慢循环"), ("+ gradients", "+ 梯度"),
+                             ("* stars", "* 星号"), ("#", "#"), ("> quoted", "> 引用"),
+                             ("Two lines\n- and a list", "两行\n- 和一个列表")]:  # fmt: skip
+        assert check_message(english, chinese, terms), chinese
+        escaped = escape_block_start(chinese)
+        assert escaped.replace("\\", "") == chinese  # one backslash added, nothing else
+        assert check_message(english, escaped, terms) == [], escaped
+        # ui.po's sentences go into the page as they are, not through Markdown: no escaping.
+        assert check_message(english, chinese, terms, markdown=False) == [], chinese
+
+
+def test_translations_are_parsed_with_the_books_myst_extensions(root):
+    config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
+    assert set(MYST_EXTENSIONS) == set(config["parse"]["myst_enable_extensions"])
+
+
+MSGFMT = shutil.which("msgfmt")
+#: CI (.ci/run) installs GNU gettext and requires this check; elsewhere it skips without it.
+REQUIRE_MSGFMT = os.environ.get("GPULAB_REQUIRE_MSGFMT") == "1"
+
+
+def test_msgfmt_accepts_every_catalogue(root, tmp_path):
+    if MSGFMT is None:
+        if REQUIRE_MSGFMT:
+            pytest.fail("msgfmt (GNU gettext) is not installed; GPULAB_REQUIRE_MSGFMT=1 needs it")
+        pytest.skip("msgfmt (GNU gettext) is not installed")
+    refused = []
+    for path in catalogue_paths(root):
+        proc = subprocess.run([MSGFMT, "-c", "-o", str(tmp_path / "out.mo"), str(path)],
+                              capture_output=True, text=True, timeout=60)  # fmt: skip
+        if proc.returncode != 0:
+            refused.append(proc.stderr.strip())
+    assert len(catalogue_paths(root)) > 30
+    assert not refused, "\n".join(refused)
+
+
+def test_tidying_drops_obsolete_entries_and_python_format_flags(tmp_path):
+    po = tmp_path / "page.po"
+    po.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        '#, python-format\nmsgid "At the 5% level."\nmsgstr "在 5% 的水平上。"\n\n'
+        '#, fuzzy, python-format\nmsgid "A 10% gain."\nmsgstr "10% 的提升。"\n\n'
+        '#~ msgid "At the 5% level."\n#~ msgstr "旧的译文。"\n\n',
+        encoding="utf-8",
+    )
+    found = [p.what for p in hygiene_problems(po)]
+    assert len(found) == 3 and "1 obsolete" in found[0], found
+    if MSGFMT:  # what msgfmt -c refuses: the duplicate and the format string "% l"
+        refused = subprocess.run([MSGFMT, "-c", "-o", os.devnull, str(po)],
+                                 capture_output=True, text=True, timeout=60)  # fmt: skip
+        assert refused.returncode != 0 and "duplicate" in refused.stderr
+    assert tidy_catalogue(po) is True
+    text = po.read_text(encoding="utf-8")
+    assert "#~" not in text and "python-format" not in text and "#, fuzzy\n" in text
+    assert hygiene_problems(po) == [] and tidy_catalogue(po) is False
+    assert text.endswith('msgstr "10% 的提升。"\n\n')  # the file's own ending kept
+    if MSGFMT:
+        subprocess.run([MSGFMT, "-c", "-o", os.devnull, str(po)], check=True, timeout=60)
+
+
+def test_a_dropped_translation_is_found_absent_from_its_page(tmp_path):
+    from gpulab.course.translated_pages import absent_messages
+
+    po = tmp_path / "lab.po"
+    po.write_text(
+        'msgid ""\nmsgstr ""\n"Content-Type: text/plain; charset=UTF-8\\n"\n\n'
+        'msgid "1. The slow loop"\nmsgstr "1. 慢循环"\n\n'
+        'msgid "2. The fix"\nmsgstr "2\\\\. 修复"\n\n'
+        'msgid "A {term}`warp` of {glue:text}`n` threads ($n$), see <https://github.com/a/b>."\n'
+        'msgstr "一个由 {glue:text}`n` 个线程（$n$）组成的{term}`线程束 <warp>`，见 '
+        '<https://github.com/a/b>。"\n\n'
+        'msgid "Old English"\nmsgstr "旧译文"\n\n'
+        '#, fuzzy\nmsgid "Changed"\nmsgstr "过时的译文"\n\n',
+        encoding="utf-8",
+    )
+    page = tmp_path / "lab.html"
+    page.write_text(
+        "<h2>1. The slow loop<a class='headerlink' href='#s1'>#</a></h2><h2>2. 修复</h2>"
+        "<p>一个由 <span>32</span> 个线程（<span class='math'>\\(n\\)</span>）组成的"
+        "<a href='glossary.html#term-warp'>线程束</a>，见 <a href='https://github.com/a/b'>"
+        "a/b</a>。</p><p>Changed</p>",
+        encoding="utf-8",
+    )
+    assert absent_messages(po, page) == ["1. The slow loop", "Old English"]
 
 
 def test_glossary_terms_are_read_for_every_entry(root):
@@ -162,6 +265,53 @@ def test_the_calculators_speak_chinese(root):
     _ = translator("zh_CN")
     assert _("Roofline explorer") == "屋顶线模型探索器"
     assert translator("en")("Roofline explorer") == "Roofline explorer"
+
+
+def test_the_recorded_outputs_note_speaks_chinese(root, monkeypatch):
+    """A lab page's "Recorded outputs" note (book/_ext/lab_recordings.py): every sentence in
+    ui.po, each translation with the English's placeholders, filled in after translating."""
+    import string
+
+    from gpulab.course.recordings import Recording, recordings_summary
+
+    monkeypatch.syspath_prepend(str(root / "book" / "_ext"))
+    from lab_recordings import _changed_sentences, ui_messages
+    from live_calculators import translator
+
+    table = ui_table(root / LOCALE_DIR / "ui.po")
+
+    def fields(text):
+        return sorted(name for _, name, _, _ in string.Formatter().parse(text) if name)
+
+    for message in ui_messages():
+        assert message in table, f"untranslated in ui.po: {message!r}"
+        assert fields(table[message]) == fields(message), message
+    _ = translator("zh_CN")
+    provenance = {"date": "2026-12-03", "device": "AMD EPYC (cpu); torch 2.13",
+                  "gpulab": "0.1.0", "python": "3.11.7"}  # fmt: skip
+    cpu = Recording("cpu", Path("x_lab.ipynb"), provenance, 41.0)
+    gpu = Recording("cuda:H100 SXM5 80GB", Path("x_lab.ipynb"),
+                    {**provenance, "cupy": "13.3.0"}, None)  # fmt: skip
+    assert recordings_summary({"cpu": cpu}, _) == [
+        "CPU：输出于 2026-12-03 录制，设备为 AMD EPYC (cpu); torch 2.13；CuPy 未安装；"
+        "gpulab 0.1.0；Python 3.11.7；运行时间 41 s。",
+        "还没有 GPU 录制：本页的每个输出都是在 CPU 上运行得到的。在有 CUDA GPU 的机器上，"
+        "`python -m gpulab record --all` 会添加一份 GPU 录制，显示在这些输出旁边。",
+    ]
+    both = recordings_summary({"cpu": cpu, "cuda:H100 SXM5 80GB": gpu}, _)
+    assert len(both) == 2 and both[1].endswith("CuPy 13.3.0；gpulab 0.1.0；Python 3.11.7。")
+    assert _changed_sentences({"GPU (H100)": {3, 5}}, _) == (
+        "有 2 个单元格在 GPU (H100) 录制之后改动过，只显示 CPU 的输出。"
+    )
+    assert _changed_sentences({"GPU (T4)": {3}, "GPU (H100)": {3, 5}}, _) == (
+        "有 1 个单元格在 GPU (T4) 录制之后改动过，没有该录制的标签页。 "
+        "有 2 个单元格在 GPU (H100) 录制之后改动过，没有该录制的标签页。 "
+        "有 1 个单元格在每次录制之后都改动过，只显示 CPU 的输出。"
+    )
+    # In English the note reads as before: the sentences, untranslated.
+    assert _changed_sentences({"GPU (T4)": {3}, "GPU (H100)": {3, 5}}).endswith(
+        "1 cell changed since every recording and shows the CPU output only."
+    )
 
 
 def test_a_changed_english_message_is_never_shown_with_stale_chinese(root, tmp_path):

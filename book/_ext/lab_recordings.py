@@ -7,6 +7,10 @@ made on other device classes (``gpulab.course.recordings``: each GPU of the spec
 own), puts the outputs of each code cell whose source is unchanged in a tab per class, beside
 the CPU's. The tabs are plain HTML and CSS
 (radio buttons): no script, so they work offline and in both colour themes.
+
+The note is added after Sphinx has translated the page, so its sentences are not in the page's
+catalogue: the Chinese edition translates them in ``ui.po`` (:func:`ui_messages`), each
+translated first and then filled in with its values (a label, a date, a count).
 """
 
 from __future__ import annotations
@@ -16,10 +20,54 @@ from pathlib import Path
 
 from docutils import nodes
 
-from gpulab.course.recordings import cell_tabs, lab_recordings, outputs_html, recordings_summary
+from gpulab.course.recordings import (
+    SUMMARY_MESSAGES,
+    cell_tabs,
+    lab_recordings,
+    outputs_html,
+    recordings_summary,
+)
 
 HIDDEN_OUTPUT_TAGS = {"remove-output", "remove-cell"}
 STATIC = Path(__file__).parent / "static"
+ROOT = Path(__file__).resolve().parents[2]
+TITLE = "Recorded outputs"
+NO_OUTPUT = "(No output on this device.)"
+TABS = "Each output below has a tab per recording."
+#: What a note says of cells whose code changed since a recording: (one cell, several cells),
+#: for cells that show the CPU output only and for cells that have no tab for one recording.
+CPU_ONLY = (
+    "1 cell changed since the {label} recording and shows the CPU output only.",
+    "{count} cells changed since the {label} recording and show the CPU output only.",
+)
+NO_TAB = (
+    "1 cell changed since the {label} recording and has no tab for it.",
+    "{count} cells changed since the {label} recording and have no tab for it.",
+)
+EVERY_CPU_ONLY = (
+    "1 cell changed since every recording and shows the CPU output only.",
+    "{count} cells changed since every recording and show the CPU output only.",
+)
+
+
+def ui_messages() -> list[str]:
+    """The sentences this extension writes into a lab page, for ``ui.po``."""
+    return [TITLE, *SUMMARY_MESSAGES, TABS, *CPU_ONLY, *NO_TAB, *EVERY_CPU_ONLY, NO_OUTPUT]
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def _translator(app):
+    """``text -> text`` in the edition's language (``ui.po``); the identity in English."""
+    language = app.config.language
+    if not language or language.startswith("en"):
+        return _same
+    from live_calculators import translator  # book/_ext: the same table the calculators use
+
+    app.env.note_dependency(str(ROOT / "locale" / language / "LC_MESSAGES" / "ui.po"))
+    return translator(language)
 
 
 def _lab_source(app, docname: str) -> Path | None:
@@ -33,9 +81,9 @@ def _inline(text: str) -> list[nodes.Node]:
     return [nodes.literal(text=p) if i % 2 else nodes.Text(p) for i, p in enumerate(parts) if p]
 
 
-def _note(lines: list[str]) -> nodes.admonition:
+def _note(lines: list[str], _=_same) -> nodes.admonition:
     note = nodes.admonition(classes=["note", "gl-recordings-note"])
-    note += nodes.title(text="Recorded outputs")
+    note += nodes.title(text=_(TITLE))
     for line in lines:
         note += nodes.paragraph("", "", *_inline(line))
     return note
@@ -53,7 +101,7 @@ def _same_code(a: dict | None, b: dict | None) -> bool:
     )
 
 
-def _add_tabs(doctree, lab: Path, others: list) -> dict[str, set[int]]:
+def _add_tabs(doctree, lab: Path, others: list, _=_same) -> dict[str, set[int]]:
     """Wrap each recorded cell's outputs in tabs: the CPU's, then each recording's whose cell
     has the same code.
 
@@ -87,35 +135,32 @@ def _add_tabs(doctree, lab: Path, others: list) -> dict[str, set[int]]:
             (n for n in cell_node.children if n.get("nb_element") == "cell_code_output"), None
         )
         if output is None:  # no output on the CPU: say so in its tab
-            output = nodes.paragraph(text="(No output on this device.)")
+            output = nodes.paragraph(text=_(NO_OUTPUT))
             cell_node += output
-        pieces = cell_tabs(f"gl-rec-{index}", ["CPU"] + [label for label, _ in panels])
+        labels = ["CPU"] + [label for label, _html in panels]
+        pieces = cell_tabs(f"gl-rec-{index}", labels, name=_(TITLE))
         wrapper = nodes.container(classes=["gl-recordings-cell"])
         position = cell_node.index(output)
         cell_node.remove(output)
         wrapper += nodes.raw("", pieces[0], format="html")
         wrapper += output
-        for piece, (_, html) in zip(pieces[1:-1], panels, strict=True):
+        for piece, (_label, html) in zip(pieces[1:-1], panels, strict=True):
             wrapper += nodes.raw("", piece + html, format="html")
         wrapper += nodes.raw("", pieces[-1], format="html")
         cell_node.insert(position, wrapper)
     return changed
 
 
-CPU_ONLY = ("shows the CPU output only", "show the CPU output only")
-NO_TAB = ("has no tab for it", "have no tab for it")
-
-
-def _sentence(cells: set[int], since: str, ending: tuple[str, str]) -> list[str]:
-    """``["2 cells changed since <since> and <ending>."]``, singular or plural; [] for none."""
+def _sentence(cells: set[int], label: str, forms: tuple[str, str], _=_same) -> list[str]:
+    """``["2 cells changed since ..."]`` from ``forms`` (one cell, several), translated and
+    filled in; [] for no cells."""
     if not cells:
         return []
-    one = len(cells) == 1
-    count = "1 cell" if one else f"{len(cells)} cells"
-    return [f"{count} changed since {since} and {ending[0] if one else ending[1]}."]
+    form = forms[0] if len(cells) == 1 else forms[1]
+    return [_(form).format(count=len(cells), label=label)]
 
 
-def _changed_sentences(changed: dict[str, set[int]]) -> str:
+def _changed_sentences(changed: dict[str, set[int]], _=_same) -> str:
     """What the note says about cells whose code changed since a recording ("" if none did).
 
     Each cell counts once per recording it changed since, and once among those that show the
@@ -128,11 +173,11 @@ def _changed_sentences(changed: dict[str, set[int]]) -> str:
         return ""
     if len(changed) == 1:
         ((label, cells),) = changed.items()
-        return " ".join(_sentence(cells, f"the {label} recording", CPU_ONLY))
+        return " ".join(_sentence(cells, label, CPU_ONLY, _))
     sentences = []
     for label, cells in changed.items():
-        sentences += _sentence(cells, f"the {label} recording", NO_TAB)
-    sentences += _sentence(set.intersection(*changed.values()), "every recording", CPU_ONLY)
+        sentences += _sentence(cells, label, NO_TAB, _)
+    sentences += _sentence(set.intersection(*changed.values()), "", EVERY_CPU_ONLY, _)
     return " ".join(sentences)
 
 
@@ -144,14 +189,15 @@ def _add_recordings(app, doctree) -> None:
     others = [recording for kind, recording in found.items() if kind != "cpu"]
     for recording in others:
         app.env.note_dependency(str(recording.path.resolve()))
-    lines = recordings_summary(found)
+    _ = _translator(app)
+    lines = recordings_summary(found, _)
     if others:
-        changed = _changed_sentences(_add_tabs(doctree, lab, others))
-        lines.append(f"Each output below has a tab per recording. {changed}".strip())
+        changed = _changed_sentences(_add_tabs(doctree, lab, others, _), _)
+        lines.append(f"{_(TABS)} {changed}".strip())
     section = doctree.next_node(nodes.section)
     if section is None:
         return
-    section.insert(1, _note(lines))  # right under the page's title
+    section.insert(1, _note(lines, _))  # right under the page's title
 
 
 def _add_static(app) -> None:

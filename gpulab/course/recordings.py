@@ -366,8 +366,33 @@ def bench_estimate(results: str | Path | None, for_class: str) -> RunTimeEstimat
     )
 
 
-def recordings_summary(recordings: dict[str, Recording]) -> list[str]:
+#: The sentences of a lab page's "Recorded outputs" note, filled in after they are translated
+#: (the Chinese edition translates them in ``locale/zh_CN/LC_MESSAGES/ui.po``). The recorded
+#: values themselves (device, versions) stay as recorded.
+RECORDED_LINE = (
+    "{label}: outputs recorded on {date} on {device}; CuPy {cupy}; gpulab {gpulab}; "
+    "Python {python}."
+)
+RECORDED_LINE_TIMED = (
+    "{label}: outputs recorded on {date} on {device}; CuPy {cupy}; gpulab {gpulab}; "
+    "Python {python}; run time {run_time}."
+)
+CUPY_MISSING = "not installed"
+NO_GPU_RECORDING = (
+    "No GPU recording yet: every output on this page ran on a CPU. On a machine with a CUDA "
+    "GPU, `python -m gpulab record --all` adds one, shown beside these."
+)
+SUMMARY_MESSAGES = (RECORDED_LINE, RECORDED_LINE_TIMED, CUPY_MISSING, NO_GPU_RECORDING)
+
+
+def _same(text: str) -> str:
+    return text
+
+
+def recordings_summary(recordings: dict[str, Recording], _=_same) -> list[str]:
     """The sentences a lab page opens with: what each recording ran on, or that none is on a GPU.
+
+    ``_`` translates each sentence before its values are filled in (``SUMMARY_MESSAGES``).
 
     >>> rec = Recording("cpu", Path("x_lab.ipynb"), {"device": "AMD EPYC (cpu); torch 2.13",
     ...     "python": "3.11.2", "gpulab": "0.1.0", "date": "2026-12-03"}, 41.0)
@@ -379,15 +404,23 @@ def recordings_summary(recordings: dict[str, Recording]) -> list[str]:
     """
     lines = []
     for recording in recordings.values():
-        where = provenance_line(recording.provenance).rstrip(".")
-        took = "" if recording.run_time_s is None else "; run time "
-        took += "" if recording.run_time_s is None else format_duration(recording.run_time_s)
-        lines.append(f"{recording.label}: {where[0].lower()}{where[1:]}{took}.")
+        rec = recording.provenance
+        provenance_line(rec)  # refuses a record that lacks a field, as the lab's own line does
+        fields = {
+            "label": recording.label,
+            "date": rec["date"],
+            "device": rec["device"],
+            "cupy": rec.get("cupy") or _(CUPY_MISSING),
+            "gpulab": rec["gpulab"],
+            "python": rec["python"],
+        }
+        if recording.run_time_s is None:
+            lines.append(_(RECORDED_LINE).format(**fields))
+        else:
+            run_time = format_duration(recording.run_time_s)
+            lines.append(_(RECORDED_LINE_TIMED).format(**fields, run_time=run_time))
     if not any(kind != "cpu" for kind in recordings):
-        lines.append(
-            "No GPU recording yet: every output on this page ran on a CPU. On a machine with a "
-            "CUDA GPU, `python -m gpulab record --all` adds one, shown beside these."
-        )
+        lines.append(_(NO_GPU_RECORDING))
     return lines
 
 
@@ -438,12 +471,15 @@ def outputs_html(cell: dict) -> str:
     return "\n".join(part for o in cell.get("outputs", []) if (part := _output_html(o, alt)))
 
 
-def cell_tabs(group: str, labels: list[str], first_checked: int = 0) -> list[str]:
+def cell_tabs(
+    group: str, labels: list[str], first_checked: int = 0, name: str = "Recorded outputs"
+) -> list[str]:
     """HTML around a cell's outputs, one tab per recording, to interleave with the panels.
 
     Returns ``len(labels) + 1`` pieces: piece ``i`` goes before panel ``i``'s content and the
     last one closes the set. The tabs are radio buttons styled by CSS, so they work with no
-    script and offline; ``group`` must be unique on the page.
+    script and offline; ``group`` must be unique on the page. ``name`` is the set's accessible
+    name (the Chinese edition's is translated).
 
     >>> pieces = cell_tabs("cell-3", ["CPU", "GPU"])
     >>> len(pieces), pieces[0].count('type="radio"'), 'checked' in pieces[1]
@@ -454,7 +490,8 @@ def cell_tabs(group: str, labels: list[str], first_checked: int = 0) -> list[str
     for i, label in enumerate(labels):
         start = "" if i == 0 else "</div>\n"
         if i == 0:
-            start += '<div class="gl-recordings" role="group" aria-label="Recorded outputs">\n'
+            label_attr = html.escape(name, quote=True)
+            start += f'<div class="gl-recordings" role="group" aria-label="{label_attr}">\n'
         checked = " checked" if i == first_checked else ""
         tab = f"{group}-{i}"
         pieces.append(

@@ -8,7 +8,11 @@ glossary's Chinese term wherever the English marks a glossary term with ``{term}
 (:func:`glossary_terms` reads them from ``book/glossary.md``), also where the English writes the
 term as a plain word, and the fixed terms (:mod:`gpulab.course.terminology`); bold text sits in
 Chinese sentences without gaps and around the words the English bolds
-(:mod:`gpulab.course.typography`).
+(:mod:`gpulab.course.typography`). Sphinx parses each translation
+as Markdown again and keeps the English wherever the result is not one paragraph, so a
+translation must not begin like a block (``1. 慢循环`` is a list: write ``1\\. 慢循环``,
+:func:`escape_block_start`). A catalogue keeps no obsolete (``#~``) entries and no
+``python-format`` flag on prose (:func:`tidy_catalogue`): with them ``msgfmt -c`` refuses it.
 
 Run ``python -m gpulab.course.translation [catalogue.po ...]`` (default: every catalogue) to
 print each page's coverage and every problem; the exit status is 1 when there is one.
@@ -32,9 +36,12 @@ __all__ = [
     "check_catalogue",
     "check_message",
     "coverage",
+    "escape_block_start",
     "glossary_terms",
+    "hygiene_problems",
     "main",
     "term_forms",
+    "tidy_catalogue",
     "ui_table",
     "write_template",
 ]
@@ -51,6 +58,12 @@ _URL = re.compile(r"https?://[^\s)>\]`]+")
 _TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 #: Roles whose target must survive translation; ``{term}`` is checked against the glossary.
 _REFERENCE_ROLES = ("doc", "ref", "numref", "cite", "cite:p", "cite:t", "eq", "download")
+#: The MyST extensions the book enables (``_config.yml``, ``parse.myst_enable_extensions``):
+#: a translation is parsed with them, as Sphinx parses it (a test keeps the two the same).
+MYST_EXTENSIONS = ("amsmath", "colon_fence", "deflist", "dollarmath", "substitution")
+#: Flags that mark a message as a format string. ``python-format`` is gettext's guess for a
+#: message with a ``%``; on prose ("the 5% level") it makes ``msgfmt -c`` refuse the catalogue.
+_PROSE_FLAGS = ("python-format",)
 
 
 @dataclass(frozen=True)
@@ -198,8 +211,75 @@ def _emphasis(text: str) -> tuple[int, int, int]:
     return rendered.count("<strong>"), rendered.count("<em>"), outside_code.count("*")
 
 
+def _myst():
+    from markdown_it.renderer import RendererHTML
+    from myst_parser.config.main import MdParserConfig
+    from myst_parser.parsers.mdit import create_md_parser
+
+    global _MYST_PARSER
+    if _MYST_PARSER is None:
+        config = MdParserConfig(enable_extensions=set(MYST_EXTENSIONS))
+        _MYST_PARSER = create_md_parser(config, RendererHTML)
+    return _MYST_PARSER
+
+
+_MYST_PARSER = None
+
+
+def _first_block(text: str):
+    """The first top-level block of ``text`` past what Sphinx keeps of a translation, its first
+    paragraph (a token): a block that is not a paragraph, or a second paragraph; or None."""
+    tokens = [t for t in _myst().parse(text) if t.level == 0 and t.nesting >= 0]
+    return next((t for i, t in enumerate(tokens) if i or t.type != "paragraph_open"), None)
+
+
+def _block_name(token) -> str:
+    return token.type.removesuffix("_open").replace("_", " ")
+
+
+def escape_block_start(text: str) -> str:
+    """``text`` with the marker that makes Markdown read a line of it as a block escaped.
+
+    Sphinx reads a translation as Markdown again and keeps the English wherever the result is
+    not one paragraph: ``1. 慢循环`` (an ordered list), ``+ 梯度`` (a list), ``# 号`` (a
+    heading). A backslash before the marker's punctuation keeps the text and its meaning.
+
+    Examples
+    --------
+    >>> print(escape_block_start("1. 慢循环"))
+    1\\. 慢循环
+    >>> print(escape_block_start("+ 梯度"))
+    \\+ 梯度
+    >>> print(escape_block_start("# 编号"))
+    \\# 编号
+    >>> print(escape_block_start("第一行\\n- 第二行"))
+    第一行
+    \\- 第二行
+    >>> print(escape_block_start("已是一个段落。"))
+    已是一个段落。
+    """
+    for _ in range(text.count("\n") + 1):
+        block = _first_block(text)
+        if block is None or block.map is None:
+            return text
+        lines = text.split("\n")
+        line = lines[block.map[0]]
+        indent = len(line) - len(line.lstrip())
+        marker = re.match(r"\d{1,9}(?=[.)])", line[indent:])
+        at = indent + (marker.end() if marker else 0)
+        if at >= len(line) or not (line[at].isascii() and not line[at].isalnum()):
+            return text  # not a marker a backslash can escape: left for the check to report
+        lines[block.map[0]] = line[:at] + "\\" + line[at:]
+        text = "\n".join(lines)
+    return text
+
+
 def check_message(
-    msgid: str, msgstr: str, terms: dict[str, tuple[str, ...]], page: str = ""
+    msgid: str,
+    msgstr: str,
+    terms: dict[str, tuple[str, ...]],
+    page: str = "",
+    markdown: bool = True,
 ) -> list[Problem]:
     """What ``msgstr`` (a translation of ``msgid``) fails to keep, as problems.
 
@@ -211,6 +291,9 @@ def check_message(
         :func:`glossary_terms`.
     page : str
         The page, for the problems' text.
+    markdown : bool
+        Whether Sphinx parses the translation as Markdown (a page's message): then it must
+        read as one paragraph. ``ui.po``'s sentences are put into pages as they are.
 
     Examples
     --------
@@ -226,8 +309,25 @@ def check_message(
     >>> [p.what[:15] for p in check_message("The **{term}`warp`** runs.",
     ...                                     "**{term}`线程束 <warp>`**运行。", terms)]
     ['emphasis lost: ', 'bold lost or mo']
+    >>> [p.what[:40] for p in check_message("1. The loop", "1. 循环", terms)]
+    ['Sphinx reads the translation as an order']
+    >>> [p.what[:49] for p in check_message("One paragraph.", "一段。\\n\\n两段。", terms)]
+    ['Sphinx reads the translation as more than one par']
     """
     problems = []
+    block = _first_block(msgstr) if markdown else None
+    if block is not None and block.type == "paragraph_open":
+        problems.append(Problem(
+            page, msgid, "Sphinx reads the translation as more than one paragraph and keeps "
+            "the first only: remove the blank line"
+        ))  # fmt: skip
+    elif block is not None:
+        name = _block_name(block)
+        article = "an" if name[0] in "aeiou" else "a"
+        problems.append(Problem(
+            page, msgid, f"Sphinx reads the translation as {article} {name}, not a paragraph, "
+            f"and shows the English instead: escape the marker ({escape_block_start(msgstr)!r})"
+        ))  # fmt: skip
     english, chinese = _kept(msgid), _kept(msgstr)
     for item, count in english.items():
         if chinese[item] < count:
@@ -293,13 +393,93 @@ def coverage(path: str | Path) -> Coverage:
     return Coverage(_page(Path(path)), len(messages), translated, fuzzy)
 
 
-def check_catalogue(path: str | Path, terms: dict[str, tuple[str, ...]]) -> list[Problem]:
-    """Every problem of a catalogue's translated messages (:func:`check_message`)."""
+def _entries(text: str) -> list[str]:
+    return re.split(r"\n(?:[ \t]*\n)+", text.strip("\n"))
+
+
+def _is_obsolete(entry: str) -> bool:
+    return any(line.startswith(("#~ msgid", "#~ msgctxt")) for line in entry.splitlines())
+
+
+def _without_prose_flags(entry: str) -> str:
+    lines = []
+    for line in entry.splitlines():
+        if line.startswith("#,"):
+            flags = [f.strip() for f in line[2:].split(",")]
+            kept = [f for f in flags if f and f not in _PROSE_FLAGS]
+            if not kept:
+                continue
+            line = "#, " + ", ".join(kept)
+        lines.append(line)
+    return "\n".join(lines)
+
+
+def tidy_catalogue(path: str | Path) -> bool:
+    """Drop a catalogue's obsolete (``#~``) entries and its ``python-format`` flags, in place;
+    every other line stays as it is. Returns whether the file changed.
+
+    ``python3 course.py translations`` runs it on every catalogue after merging: an obsolete
+    entry that repeats an active message is a duplicate definition for ``msgfmt -c``, and
+    gettext flags every message with a ``%`` as a Python format (``5% level``), which the
+    Chinese text then fails to match. The course formats no catalogue message with ``%``.
+
+    Examples
+    --------
+    >>> import tempfile, pathlib
+    >>> po = pathlib.Path(tempfile.mkdtemp()) / "page.po"
+    >>> _ = po.write_text('msgid ""\\nmsgstr ""\\n\\n#, fuzzy, python-format\\nmsgid "5% x"\\n'
+    ...                   'msgstr "5% 的 x"\\n\\n#~ msgid "old"\\n#~ msgstr "旧"\\n\\n', "utf-8")
+    >>> tidy_catalogue(po), tidy_catalogue(po)
+    (True, False)
+    >>> print(po.read_text("utf-8"))
+    msgid ""
+    msgstr ""
+    <BLANKLINE>
+    #, fuzzy
+    msgid "5% x"
+    msgstr "5% 的 x"
+    <BLANKLINE>
+    <BLANKLINE>
+    """
+    path = Path(path)
+    text = path.read_text(encoding="utf-8")
+    entries = [_without_prose_flags(e) for e in _entries(text) if not _is_obsolete(e)]
+    ending = text[len(text.rstrip("\n")) :] or "\n"  # as the file had it (babel: a blank line)
+    tidy = "\n\n".join(entries) + ending
+    if tidy == text:
+        return False
+    path.write_text(tidy, encoding="utf-8")
+    return True
+
+
+def hygiene_problems(path: str | Path) -> list[Problem]:
+    """What :func:`tidy_catalogue` would remove from a catalogue, as problems."""
     page = _page(Path(path))
-    problems = []
+    entries = _entries(Path(path).read_text(encoding="utf-8"))
+    problems = [Problem(page, "", f"{n} obsolete (#~) entries: run python3 course.py "
+                        "translations, which drops them")
+                for n in [sum(map(_is_obsolete, entries))] if n]  # fmt: skip
+    for entry in entries:
+        if not _is_obsolete(entry) and _without_prose_flags(entry) != entry:
+            msgid = re.search(r'^msgid "(.*)"$', entry, re.M)
+            problems.append(Problem(
+                page, msgid.group(1) if msgid else "", "flagged python-format, which msgfmt "
+                "-c checks as a format string: run python3 course.py translations, which "
+                "drops the flag"
+            ))  # fmt: skip
+    return problems
+
+
+def check_catalogue(path: str | Path, terms: dict[str, tuple[str, ...]]) -> list[Problem]:
+    """Every problem of a catalogue: its translated messages' (:func:`check_message`), and
+    obsolete entries or ``python-format`` flags left in it (:func:`hygiene_problems`).
+    ``ui.po``'s sentences are not Markdown (``markdown=False``)."""
+    page = _page(Path(path))
+    markdown = Path(path).name != "ui.po"
+    problems = hygiene_problems(path)
     for message in _read(Path(path)):
         if message.id and message.string and not message.fuzzy:
-            problems += check_message(message.id, message.string, terms, page)
+            problems += check_message(message.id, message.string, terms, page, markdown)
     return problems
 
 
