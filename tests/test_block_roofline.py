@@ -94,13 +94,13 @@ def test_block_ops_refuses_bad_input_by_name():
 def test_block_figure_draws_what_its_data_says():
     fig, data = gl.diagrams.draw_block_roofline("H100 SXM", tokens=(16, 256, 4096))
     assert fig.patch.get_facecolor() == (1.0, 1.0, 1.0, 1.0)
-    left, right = fig.axes
+    top, bottom = fig.axes
     roof = data["ceilings"]
     assert roof.precision == "bf16" and roof.device_name == "H100 SXM5 80GB"
-    line = left.get_lines()[0]
+    line = top.get_lines()[0]
     assert max(line.get_ydata()) == pytest.approx(roof.peak_flops / 1e12)
     # every operation at every batch size, placed on the roof at its intensity
-    placed = np.concatenate([c.get_offsets() for c in left.collections])
+    placed = np.concatenate([c.get_offsets() for c in top.collections])
     assert len(placed) == 3 * 12
     for ops in data["ops"].values():
         for op in ops:
@@ -109,8 +109,8 @@ def test_block_figure_draws_what_its_data_says():
             assert np.allclose(placed[here, 1], roof.attainable(op.intensity) / 1e12)
     assert data["bound"][256]["MLP up"] == "memory" and data["bound"][4096]["MLP up"] == "compute"
     assert set(data["crossing"]) == {"QKV projection", "output projection", "MLP up", "MLP down"}
-    # the right panel's ridge line is the roof's ridge point
-    ridge_lines = [ln for ln in right.get_lines() if np.allclose(ln.get_ydata(), roof.ridge_point)]
+    # the bottom panel's ridge line is the roof's ridge point
+    ridge_lines = [ln for ln in bottom.get_lines() if np.allclose(ln.get_ydata(), roof.ridge_point)]
     assert ridge_lines
     with pytest.raises(ValueError, match=r"tokens=\(256, 16\)"):
         gl.diagrams.draw_block_roofline("H100 SXM", tokens=(256, 16))

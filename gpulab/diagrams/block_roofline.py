@@ -48,11 +48,11 @@ def draw_block_roofline(
 ):
     """A transformer block's operations on one device's roofline, at several batch sizes.
 
-    Left: the datasheet roofline of ``spec`` in ``precision`` (every operation computes in
+    Top: the datasheet roofline of ``spec`` in ``precision`` (every operation computes in
     it, so all sit under that one roof), with each operation of
     :func:`gpulab.costmodels.block_ops.block_ops` at its intensity for each entry of
     ``tokens``: the weight matmuls move right and climb onto the flat roof as the batch
-    grows; attention's matmuls and the elementwise operations stay where they are. Right:
+    grows; attention's matmuls and the elementwise operations stay where they are. Bottom:
     intensity against tokens per step, with the ridge point and the tokens from which each
     weight matmul is compute-bound.
 
@@ -102,70 +102,72 @@ def draw_block_roofline(
     bound = {t: {op.name: "compute" if op.intensity >= ridge else "memory" for op in ops[t]}
              for t in steps}  # fmt: skip
 
-    fig, (left, right) = new_figure(1, 2, figsize=(11.0, 4.6))
-    # Left: the roof, and every operation at every batch size.
+    fig, (top, bottom) = new_figure(2, 1, figsize=(7.5, 9.0))
+    # Top: the roof, and every operation at every batch size.
     low, high = 0.05, 1e4
     x = np.logspace(np.log10(low), np.log10(high), 400)
-    left.plot(x, np.minimum(roof.peak_flops, x * roof.memory_bandwidth) / 1e12, "--",
+    top.plot(x, np.minimum(roof.peak_flops, x * roof.memory_bandwidth) / 1e12, "--",
               color=PALETTE["text"], lw=1.5,
               label=f"{entry.name} {precision.upper()} (datasheet: prediction)")  # fmt: skip
-    left.axvline(ridge, color=PALETTE["idle"], lw=1, zorder=0)
+    top.axvline(ridge, color=PALETTE["idle"], lw=1, zorder=0)
     sizes = np.linspace(25, 90, len(steps))
     for kind, color in _KIND_COLORS.items():
         for size, t in zip(sizes, steps, strict=True):
             mine = [op for op in ops[t] if op.kind == kind]
-            left.scatter([op.intensity for op in mine],
+            top.scatter([op.intensity for op in mine],
                          [roof.attainable(op.intensity) / 1e12 for op in mine],
                          s=size, facecolor="white", edgecolor=color, linewidth=1.5, zorder=4,
                          label=kind if t == steps[0] else None)  # fmt: skip
     last = ops[steps[-1]]
     for t in steps:
         mlp = next(op for op in ops[t] if op.name == "MLP up")
-        left.annotate(f"{t:,.0f} tokens", (mlp.intensity, roof.attainable(mlp.intensity) / 1e12),
-                      xytext=(4, -12), textcoords="offset points", fontsize=7,
+        top.annotate(f"{t:,.0f} tokens", (mlp.intensity, roof.attainable(mlp.intensity) / 1e12),
+                      xytext=(4, -12), textcoords="offset points", fontsize=8,
                       color=_KIND_COLORS["weight matmul"])  # fmt: skip
     named = {"softmax": "softmax", "LayerNorm 1": "LayerNorm, GELU",
              "residual add 1": "residual add", "attention scores Q·Kᵀ": "Q·Kᵀ, P·V"}
     for op in last:
         if op.name in named:
-            left.annotate(named[op.name], (op.intensity, roof.attainable(op.intensity) / 1e12),
-                          xytext=(-6, 8), textcoords="offset points", fontsize=7,
+            top.annotate(named[op.name], (op.intensity, roof.attainable(op.intensity) / 1e12),
+                          xytext=(-6, 8), textcoords="offset points", fontsize=8,
                           ha="right")  # fmt: skip
-    left.set_xscale("log")
-    left.set_yscale("log")
-    left.set_xlim(low, high)
-    left.set_xlabel("arithmetic intensity (FLOP/byte)")
-    left.set_ylabel("attainable (TFLOP/s)")
-    left.set_title(f"one block's operations on the {precision.upper()} roof", fontsize=9)
-    left.legend(loc="lower right", fontsize=7)
+    top.set_xscale("log")
+    top.set_yscale("log")
+    top.set_xlim(low, high)
+    top.set_xlabel("arithmetic intensity (FLOP/byte)")
+    top.set_ylabel("attainable (TFLOP/s)")
+    top.set_title(f"one block's operations on the {precision.upper()} roof", fontsize=10)
+    top.legend(loc="lower right", fontsize=8)
 
-    # Right: intensity against the tokens per step.
+    # Bottom: intensity against the tokens per step.
     grid = np.logspace(0, np.log10(max(4 * steps[-1], 16384)), 200)
     for name in _WEIGHT_SHAPES:
         values = [next(op for op in block_ops(t, d_model=d_model, n_heads=n_heads,
                                               seq_len=seq_len, precision=precision)
                        if op.name == name).intensity for t in grid]  # fmt: skip
-        right.plot(grid, values, color=_KIND_COLORS["weight matmul"], lw=1.2,
+        bottom.plot(grid, values, color=_KIND_COLORS["weight matmul"], lw=1.2,
                    label="weight matmuls (4)" if name == "QKV projection" else None)  # fmt: skip
     for op in last:
         if op.kind != "weight matmul" and op.name in named:
-            right.axhline(op.intensity, color=_KIND_COLORS[op.kind], lw=1.2)
-            right.text(grid[0] * 1.2, op.intensity * 1.12, named[op.name], fontsize=7,
+            bottom.axhline(op.intensity, color=_KIND_COLORS[op.kind], lw=1.2)
+            below = op.name == "softmax"  # under its line, clear of LayerNorm's label
+            bottom.text(grid[0] * 1.2, op.intensity / 1.15 if below else op.intensity * 1.12,
+                        named[op.name], fontsize=8, va="top" if below else "baseline",
                        color=_KIND_COLORS[op.kind])  # fmt: skip
-    right.axhline(ridge, color=PALETTE["text"], ls="--", lw=1)
-    right.text(grid[-1] / 1.2, ridge * 1.12, f"ridge point {ridge:.0f} FLOP/byte",
-               fontsize=7, ha="right")  # fmt: skip
+    bottom.axhline(ridge, color=PALETTE["text"], ls="--", lw=1)
+    bottom.text(grid[-1] / 1.2, ridge * 1.12, f"ridge point {ridge:.0f} FLOP/byte",
+               fontsize=8, ha="right")  # fmt: skip
     first = min(crossing.values())
-    right.axvline(first, color=PALETTE["idle"], lw=1, zorder=0)
-    right.text(first * 1.15, 0.3, f"compute-bound from\n≈{first:.0f} tokens per step",
-               fontsize=7)  # fmt: skip
-    right.set_xscale("log")
-    right.set_yscale("log")
-    right.set_ylim(0.1, 1e4)
-    right.set_xlabel("tokens per step (batch × sequence length)")
-    right.set_ylabel("arithmetic intensity (FLOP/byte)")
-    right.set_title("the batch moves only the weight matmuls", fontsize=9)
-    right.legend(loc="upper left", fontsize=7)
+    bottom.axvline(first, color=PALETTE["idle"], lw=1, zorder=0)
+    bottom.text(first * 1.15, 0.3, f"compute-bound from\n≈{first:.0f} tokens per step",
+               fontsize=8)  # fmt: skip
+    bottom.set_xscale("log")
+    bottom.set_yscale("log")
+    bottom.set_ylim(0.1, 1e4)
+    bottom.set_xlabel("tokens per step (batch × sequence length)")
+    bottom.set_ylabel("arithmetic intensity (FLOP/byte)")
+    bottom.set_title("the batch moves only the weight matmuls", fontsize=10)
+    bottom.legend(loc="upper left", fontsize=8)
     fig.tight_layout()
     return fig, {"ceilings": roof, "ridge_point": ridge, "ops": ops, "bound": bound,
                  "crossing": crossing}
