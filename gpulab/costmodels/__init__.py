@@ -2,6 +2,8 @@
 
 * :mod:`~gpulab.costmodels.flops`: FLOPs and bytes of operations, eager against fused;
 * :mod:`~gpulab.costmodels.roofline`: time from FLOPs, bytes and a device's ceilings;
+* :mod:`~gpulab.costmodels.block_ops`: one transformer block's operations, FLOPs and bytes
+  per step, with the tokens per step as the knob;
 * :mod:`~gpulab.costmodels.overhead`: a step of many small calls, fixed cost against work;
 * :mod:`~gpulab.costmodels.rounding`: the rounding error of a matrix product, from its
   formats and the length of its sums;
@@ -27,6 +29,7 @@ from __future__ import annotations
 from gpulab._lazy import submodule_loader
 
 _MODULES = (
+    "block_ops",
     "chooser",
     "comms",
     "flops",

@@ -340,6 +340,11 @@ class RooflinePoint:
         Bytes per call that must cross the memory interface at least once (above 0).
     time_s : float or None
         Measured seconds per call (above 0); None for a kernel that is only predicted.
+    precision : str or None
+        The format the kernel computes in, one of :data:`gpulab.PEAK_PRECISIONS`: a kernel
+        sits under the roof of its own precision, and :func:`plot_roofline` places it on
+        the first roof in that precision (refusing a plot with none). None: the first roof,
+        whatever its precision.
 
     Examples
     --------
@@ -353,9 +358,12 @@ class RooflinePoint:
     flops: float
     n_bytes: float
     time_s: float | None = None
+    precision: str | None = None
 
     def __post_init__(self) -> None:
         text("name", self.name)
+        if self.precision is not None:
+            choice("precision", self.precision, _CEILING_PRECISIONS)
         non_negative_number("flops", self.flops)
         positive_number("n_bytes", self.n_bytes)
         if self.time_s is not None:
@@ -642,6 +650,21 @@ def _intensity_range(value) -> tuple[float, float]:
     return float(value[0]), float(value[1])
 
 
+def _home_roof(index: int, point: RooflinePoint, roofs: list[Ceilings]) -> Ceilings:
+    """The roof ``point`` sits under: the first in its precision (the first roof if it has none)."""
+    if point.precision is None:
+        return roofs[0]
+    for roof in roofs:
+        if roof.precision == point.precision:
+            return roof
+    have = ", ".join(sorted({r.precision for r in roofs}))
+    raise ValueError(
+        f"points[{index}]={point.name!r} computes in {point.precision}, but the roofs are in "
+        f"{have}: a kernel sits under the roof of its own precision; add its device's "
+        f"{point.precision} roof (Ceilings.from_spec(device, {point.precision!r}))"
+    )
+
+
 def plot_roofline(
     ceilings,
     points: Sequence[RooflinePoint] = (),
@@ -655,7 +678,10 @@ def plot_roofline(
     Measured ceilings are drawn as solid lines; datasheet ceilings, which predict what a
     device could do, are dashed and say "prediction" in the legend. Measured kernels are
     filled markers at their achieved FLOP/s; kernels without a time are hollow markers
-    placed on the first roofline (their predicted best).
+    placed on a roofline (their predicted best). Each kernel sits under the roof of its own
+    precision: a point with a ``precision`` is placed on the first roof in that precision,
+    and a plot with no such roof is refused (an FP32 kernel under a BF16 roof would show a
+    share of a peak it cannot use); a point without one goes on the first roof.
 
     Parameters
     ----------
@@ -676,6 +702,11 @@ def plot_roofline(
         Log-log; x in FLOP/byte, y in GFLOP/s. Each roof is one line whose label names the
         device, the precision and whether it is measured or a prediction.
 
+    Raises
+    ------
+    ValueError
+        If a point's ``precision`` matches none of the roofs' precisions.
+
     Examples
     --------
     >>> import gpulab as gl
@@ -694,6 +725,7 @@ def plot_roofline(
     for i, point in enumerate(points):
         if not isinstance(point, RooflinePoint):
             raise wrong_type(f"points[{i}]", point, "a RooflinePoint")
+    homes = [_home_roof(i, point, roofs) for i, point in enumerate(points)]
     if axes("ax", ax) is None:
         ax = plt.subplots(figsize=(7, 4.5))[1]
     if intensity_range is None:
@@ -724,9 +756,9 @@ def plot_roofline(
                 s=120,
                 zorder=3,
             )
-    for point in points:
+    for point, home in zip(points, homes, strict=True):
         measured = point.measured
-        y = point.flops_per_s if measured else roofs[0].attainable(point.intensity)
+        y = point.flops_per_s if measured else home.attainable(point.intensity)
         ax.scatter(
             [point.intensity],
             [y / 1e9],

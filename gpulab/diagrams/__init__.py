@@ -8,6 +8,8 @@ they are computed. Call the drawings as ``gl.diagrams.draw_...``:
 
 * :mod:`~gpulab.diagrams.hardware`: CPU against GPU, the memory ladder, the SM;
 * :mod:`~gpulab.diagrams.dispatch`: the operators a forward and backward pass sends to kernels;
+* :mod:`~gpulab.diagrams.block_roofline`: one transformer block's operations on the roofline,
+  with the tokens per step as the knob;
 * :mod:`~gpulab.diagrams.fusion`: eager kernels against one fused kernel, bytes per kernel;
 * :mod:`~gpulab.diagrams.kernels`: a launch mapped onto blocks, warps and SMs; tiling; which
   thread touched which element of a graded kernel;
@@ -28,6 +30,7 @@ from __future__ import annotations
 import importlib
 
 _EXPORTS = {
+    "block_roofline": ("draw_block_roofline",),
     "collectives": ("draw_ring_allreduce", "draw_tree_vs_ring"),
     "dispatch": ("dispatch_log", "draw_dispatch"),
     "fusion": ("draw_fusion",),

@@ -329,7 +329,8 @@ def _roofline_png(ceilings, intensity: float) -> bytes:
     from gpulab.labkit.plotting import course_style
 
     # A kernel of this intensity; its FLOPs scale cancels out on the plot.
-    kernel = RooflinePoint(f"{intensity:.3g} FLOP/byte", flops=intensity * 1e9, n_bytes=1e9)
+    kernel = RooflinePoint(f"{intensity:.3g} FLOP/byte", flops=intensity * 1e9, n_bytes=1e9,
+                           precision=ceilings.precision)
     with course_style():
         fig = Figure(figsize=(6.5, 4))
         ax = fig.subplots()
