@@ -2,6 +2,9 @@
 
 * :mod:`~gpulab.labkit.answers`: :func:`check` for exercises;
 * :mod:`~gpulab.labkit.claims`: sentences printed only when the measurement supports them;
+* :mod:`~gpulab.labkit.accuracy_output`, :mod:`~gpulab.labkit.roofline_check`,
+  :mod:`~gpulab.labkit.fusion_report`, :mod:`~gpulab.labkit.lab_tables`: the labs' verdicts
+  on the course's models, retries when the load changes, measured sentences and tables;
 * :mod:`~gpulab.labkit.training_loop`: :func:`train` with progress bar and timing;
 * :mod:`~gpulab.labkit.same_training`: loss curves of a faster loop checked against the
   baseline's, gradient-scaler skips included;
@@ -24,15 +27,19 @@ from __future__ import annotations
 from gpulab._lazy import submodule_loader
 
 _MODULES = (
+    "accuracy_output",
     "answers",
     "calculators",
     "claims",
     "corpus",
     "datasets",
     "envs",
+    "fusion_report",
+    "lab_tables",
     "launcher",
     "networks",
     "plotting",
+    "roofline_check",
     "same_training",
     "scoreboard",
     "selfcheck",
