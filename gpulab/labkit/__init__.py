@@ -3,8 +3,9 @@
 * :mod:`~gpulab.labkit.answers`: :func:`check` for exercises;
 * :mod:`~gpulab.labkit.claims`: sentences printed only when the measurement supports them;
 * :mod:`~gpulab.labkit.accuracy_output`, :mod:`~gpulab.labkit.roofline_check`,
-  :mod:`~gpulab.labkit.fusion_report`, :mod:`~gpulab.labkit.lab_tables`: the labs' verdicts
-  on the course's models, retries when the load changes, measured sentences and tables;
+  :mod:`~gpulab.labkit.fusion_report`, :mod:`~gpulab.labkit.memory_check`,
+  :mod:`~gpulab.labkit.batch_sweep`, :mod:`~gpulab.labkit.lab_tables`: the labs' verdicts on
+  the course's models, retries when the load changes, measured sentences, tables and figures;
 * :mod:`~gpulab.labkit.training_loop`: :func:`train` with progress bar and timing;
 * :mod:`~gpulab.labkit.same_training`: loss curves of a faster loop checked against the
   baseline's, gradient-scaler skips included;
@@ -29,6 +30,7 @@ from gpulab._lazy import submodule_loader
 _MODULES = (
     "accuracy_output",
     "answers",
+    "batch_sweep",
     "calculators",
     "claims",
     "corpus",
@@ -37,6 +39,7 @@ _MODULES = (
     "fusion_report",
     "lab_tables",
     "launcher",
+    "memory_check",
     "networks",
     "plotting",
     "roofline_check",
