@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from gpulab._checks import positive_number, wrong_type
 from gpulab.measure.bench import BenchResult
 
-__all__ = ["stream_table"]
+__all__ = ["amp_table", "stream_table"]
 
 
 def _iqr_percent(r: BenchResult) -> float:
@@ -53,4 +53,29 @@ def stream_table(results: Mapping[str, tuple[BenchResult, float]],
         note = "   (CPU, one thread, independent check)" if name == "NumPy copy" else ""
         lines.append(f"{name:<12}{nbytes / 1e6:>10.0f}MB{r.median_s * 1e3:>10.2f}ms"
                      f"{_iqr_percent(r):>7.1f}{r.gbs(nbytes):>9.1f}{note}")
+    return "\n".join(lines)
+
+
+def amp_table(times_s: Mapping[str, float], peaks_bytes: Mapping[str, float]) -> str:
+    """Each precision's step time and peak memory, then the second against the first.
+
+    Examples
+    --------
+    >>> print(amp_table({"fp32": 0.05, "amp_bf16": 0.1}, {"fp32": 2**24, "amp_bf16": 2**23}))
+         fp32:    50.00 ms per step, peak memory  16.00 MiB
+     amp_bf16:   100.00 ms per step, peak memory   8.00 MiB
+    amp_bf16 vs fp32: 0.50x the speed, 0.50x the memory
+    """
+    if not isinstance(times_s, Mapping) or len(times_s) != 2 or set(times_s) != set(peaks_bytes):
+        raise ValueError(f"times_s={times_s!r} and peaks_bytes={peaks_bytes!r} must hold the "
+                         "same two precisions")
+    lines = []
+    for label, t in times_s.items():
+        positive_number(f"times_s[{label!r}]", t)
+        positive_number(f"peaks_bytes[{label!r}]", peaks_bytes[label])
+        lines.append(f"{label:>9}: {t * 1e3:8.2f} ms per step, peak memory "
+                     f"{peaks_bytes[label] / 2**20:6.2f} MiB")
+    base, other = list(times_s)
+    lines.append(f"{other} vs {base}: {times_s[base] / times_s[other]:.2f}x the speed, "
+                 f"{peaks_bytes[other] / peaks_bytes[base]:.2f}x the memory")
     return "\n".join(lines)

@@ -15,10 +15,12 @@ from collections.abc import Mapping
 from gpulab._checks import flag, positive_int, positive_number, text, wrong_type
 from gpulab.labkit.claims import Claim, claim
 
-__all__ = ["NOISE", "break_even_claim", "fusion_claim", "thread_speedup_claim"]
+__all__ = ["NOISE", "amp_claim", "break_even_claim", "fusion_claim", "thread_speedup_claim"]
 
 #: Speed-ups within 20% of 1 can be the noise of a shared 2-core machine.
 NOISE = 0.2
+#: A step within 10% of fp32's time ran "about as fast": a busy machine's run-to-run noise.
+AMP_NOISE = 0.1
 #: The fused speed-up counts as "about the traffic ratio" within 20% either way.
 TRAFFIC_MARGIN = 0.2
 
@@ -153,3 +155,45 @@ def fusion_claim(compile_s: float, fused_x: float, traffic_x: float) -> Claim:
     return claim(f"**Measured here:** the first call took {compile_s:.1f} s (tracing, code "
                  f"generation, compiling); fusion gave {fused_x:.1f}x for {traffic_x:.0f}x less "
                  f"traffic, {how}.")
+
+
+def amp_claim(times_s: Mapping[str, float], peaks_bytes: Mapping[str, float]) -> Claim:
+    """Mixed precision against FP32: the step's speed and its peak memory, in words.
+
+    Parameters
+    ----------
+    times_s, peaks_bytes : mapping
+        Seconds per step and peak bytes, keyed ``"fp32"`` and the autocast precision
+        (``"amp_fp16"`` or ``"amp_bf16"``), FP32 first.
+
+    Examples
+    --------
+    >>> print(amp_claim({"fp32": 2.0, "amp_fp16": 1.0}, {"fp32": 100, "amp_fp16": 60}))
+    **Measured here:** the amp_fp16 step ran 2.00x as fast as fp32, and its peak memory fell to 0.60x, the activations being the larger part here.
+    """  # noqa: E501
+    for name, table in (("times_s", times_s), ("peaks_bytes", peaks_bytes)):
+        if not isinstance(table, Mapping) or len(table) != 2 or next(iter(table)) != "fp32":
+            raise ValueError(f"{name}={table!r} must hold two entries, 'fp32' first, then the "
+                             "autocast precision")
+        for key, value in table.items():
+            positive_number(f"{name}[{key!r}]", value)
+    if list(times_s) != list(peaks_bytes):
+        raise ValueError(f"times_s and peaks_bytes must have the same keys: {list(times_s)} "
+                         f"against {list(peaks_bytes)}")
+    amp = list(times_s)[1]
+    speed_x = times_s["fp32"] / times_s[amp]
+    memory_x = peaks_bytes[amp] / peaks_bytes["fp32"]
+    if speed_x > 1 + AMP_NOISE:
+        speed = f"ran {speed_x:.2f}x as fast as fp32"
+    elif speed_x < 1 - AMP_NOISE:
+        speed = f"was slower than fp32 ({speed_x:.2f}x the speed)"
+    else:
+        speed = f"ran about as fast as fp32 ({speed_x:.2f}x)"
+    memory = (
+        f"its peak memory fell to {memory_x:.2f}x, the activations being the larger part here"
+        if memory_x < 1
+        else f"its peak memory did not fall ({memory_x:.2f}x): in this small model the fp32 "
+        "weights and gradients, which autocast keeps, plus its 16-bit weight copies outweigh "
+        "the activations it halves"
+    )
+    return claim(f"**Measured here:** the {amp} step {speed}, and {memory}.")
