@@ -38,7 +38,8 @@ class MemoryCheck:
     rows : sequence of (str, MemoryEstimate, int)
         ``(configuration, the model's estimate, measured peak bytes)``.
     on_gpu : bool
-        Whether the peaks were measured on a GPU (workspaces included, target not judged).
+        Whether the peaks were measured on a GPU (CUDA or MPS: workspaces included, target
+        not judged).
     """
 
     rows: Sequence[tuple[str, MemoryEstimate, int]]
@@ -154,4 +155,4 @@ def check_step_memory(
         est = estimate_step_memory(net, x, precision=precision, optimizer=optimizer)
         measured = measure_training_memory(net, x, y, precision=precision, optimizer=optimizer)
         rows.append((f"{name}, {optimizer}, {precision}", est, measured))
-    return MemoryCheck(rows, on_gpu=device.type == "cuda")
+    return MemoryCheck(rows, on_gpu=device.type != "cpu")
