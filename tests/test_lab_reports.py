@@ -292,3 +292,14 @@ def test_copy_pattern_figure_predicts_from_the_datasheet_and_shows_measurements(
     plt.close(fig)
     with pytest.raises(ValueError, match="measured_gbs"):
         plot_copy_patterns({"stride 1": 1.0, "random": 0.125}, {"stride 1": 1.0})
+
+
+def test_numpy_rate_keeps_the_least_disturbed_round(monkeypatch):
+    import gpulab.labkit.matmul_sweep as sweep
+
+    medians = iter([0.5, 0.001, 0.2])  # a busy round, a quiet one, a busy one
+    monkeypatch.setattr(sweep, "benchmark",
+                        lambda fn, min_run_time_s: (fn(), BenchResult((next(medians),), 1))[1])
+    assert sweep.numpy_matmul_rate(64, rounds=3) == pytest.approx(2 * 64**3 / 0.001)
+    with pytest.raises(ValueError, match="rounds="):
+        sweep.numpy_matmul_rate(64, rounds=0)
