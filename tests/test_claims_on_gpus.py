@@ -94,6 +94,7 @@ import gpulab as gl
 from gpulab.costmodels.overhead import OverheadModel, size_for_ratio
 from gpulab.costmodels.rounding import matmul_error_range, matmul_rounding_error
 from gpulab.labkit import envs, networks
+from gpulab.labkit.speedup_claims import thread_speedup_claim
 
 NOTEBOOKS = Path(__file__).resolve().parents[1] / "notebooks"
 GPUS = {"T4": "Tesla T4", "H100": "H100 SXM5 80GB"}
@@ -225,7 +226,11 @@ def test_gpu_basics_which_lead_is_larger_depends_on_the_host(gpu):
         assert mm_x > add_x and spec.peak("fp32") / colab.peak_flops > add_x
     source = _cell("gpu_basics_lab", 17)
     assert "which is the larger one" not in source
-    assert 'larger = "on the matmul" if mm_x > add_x else "on the add"' in source
+    assert "on_gpu=device.type == \"cuda\"" in source and "thread_speedup_claim(" in source
+    # The sentence the cell writes names the lead the ratios give.
+    sentence = thread_speedup_claim("CPU", gpu, add_x, mm_x, on_gpu=True, cores=112).text
+    larger = "on the matmul" if mm_x > add_x else "on the add"
+    assert f"against this host the lead {larger} is the larger one" in sentence
 
 
 # --------------------------------------------------------------------------- frameworks

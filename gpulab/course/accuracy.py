@@ -40,6 +40,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
+from gpulab.labkit.accuracy_output import ACCURACY_KEY  # the key the labs write
+
 __all__ = [
     "ACCURACY_KEY",
     "MODELS",
@@ -50,8 +52,6 @@ __all__ = [
     "mlperf_comparisons",
 ]
 
-#: Output-metadata key under which a measuring cell records its comparison.
-ACCURACY_KEY = "gpulab_accuracy"
 
 
 @dataclass(frozen=True)

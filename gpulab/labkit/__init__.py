@@ -2,6 +2,12 @@
 
 * :mod:`~gpulab.labkit.answers`: :func:`check` for exercises;
 * :mod:`~gpulab.labkit.claims`: sentences printed only when the measurement supports them;
+* :mod:`~gpulab.labkit.accuracy_output`, :mod:`~gpulab.labkit.roofline_check`,
+  :mod:`~gpulab.labkit.fusion_report`, :mod:`~gpulab.labkit.memory_check`,
+  :mod:`~gpulab.labkit.batch_sweep`, :mod:`~gpulab.labkit.matmul_sweep`,
+  :mod:`~gpulab.labkit.speedup_claims`, :mod:`~gpulab.labkit.lab_tables`: the labs' verdicts
+  on the course's models, retries when the load changes, measured sentences, tables and
+  figures;
 * :mod:`~gpulab.labkit.training_loop`: :func:`train` with progress bar and timing;
 * :mod:`~gpulab.labkit.same_training`: loss curves of a faster loop checked against the
   baseline's, gradient-scaler skips included;
@@ -10,9 +16,12 @@
   synthetic data, the course's own text, a vectorised game;
 * :mod:`~gpulab.labkit.launcher`: multi-process jobs with ``torchrun`` and timeouts;
 * :mod:`~gpulab.labkit.plotting`, :mod:`~gpulab.labkit.widgets`, :mod:`~gpulab.labkit.scoreboard`:
-  figures, calculators and result tables;
+  figures, calculators and result tables; :mod:`~gpulab.labkit.coalescing_plot`, the kernels
+  lab's copy-pattern figure;
 * :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions;
 * :mod:`~gpulab.labkit.trace_report`: the GPU trace lab's tables, figures and sentences;
+* :mod:`~gpulab.labkit.trace_files`, :mod:`~gpulab.labkit.simulated_stream`: profiling one
+  step (activities, the Chrome trace) and a simulated stream for showing asynchrony on a CPU;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
@@ -24,19 +33,30 @@ from __future__ import annotations
 from gpulab._lazy import submodule_loader
 
 _MODULES = (
+    "accuracy_output",
     "answers",
+    "batch_sweep",
     "calculators",
     "claims",
+    "coalescing_plot",
     "corpus",
     "datasets",
     "envs",
+    "fusion_report",
+    "lab_tables",
     "launcher",
+    "matmul_sweep",
+    "memory_check",
     "networks",
     "plotting",
+    "roofline_check",
     "same_training",
     "scoreboard",
     "selfcheck",
+    "simulated_stream",
+    "speedup_claims",
     "svgchart",
+    "trace_files",
     "trace_report",
     "training_loop",
     "widgets",

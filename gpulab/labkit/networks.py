@@ -9,6 +9,8 @@
   post-LN or pre-LN blocks, a masked-language-model head) with :func:`transformer_param_count`,
   its parameter count in closed form; :data:`BERT_BASE` is BERT-base's configuration.
 - :class:`PolicyNet`: a small policy network for board games, with illegal moves masked.
+- :func:`small_cnn`, :class:`TinyEncoder`: a two-convolution CNN and a two-layer transformer
+  encoder, the small networks whose training memory the mini-batches lab measures.
 
 See also the case-study chapters (``book/case_resnet.md``, ``book/case_bert.md``,
 ``book/case_alphago.md``).
@@ -39,10 +41,12 @@ __all__ = [
     "PolicyNet",
     "ResNet",
     "TransformerConfig",
+    "TinyEncoder",
     "TransformerEncoder",
     "count_parameters",
     "resnet18",
     "resnet50",
+    "small_cnn",
     "small_resnet",
     "transformer_param_count",
 ]
@@ -537,3 +541,59 @@ class PolicyNet(nn.Module):
         if legal is not None:
             logits = logits.masked_fill(~legal, float("-inf"))
         return logits
+
+
+def small_cnn(in_channels: int = 3, n_classes: int = 10) -> nn.Sequential:
+    """Two 3×3 convolutions (32 and 64 channels) with ReLUs, global average pooling and a
+    linear classifier: tiny weights, activations the size of the image times the channels.
+
+    Examples
+    --------
+    >>> net = small_cnn()
+    >>> net(torch.zeros(2, 3, 32, 32)).shape, count_parameters(net)
+    (torch.Size([2, 10]), 20042)
+    """
+    positive_int("in_channels", in_channels)
+    positive_int("n_classes", n_classes)
+    return nn.Sequential(
+        nn.Conv2d(in_channels, 32, 3, padding=1), nn.ReLU(),
+        nn.Conv2d(32, 64, 3, padding=1), nn.ReLU(),
+        nn.AdaptiveAvgPool2d(1), nn.Flatten(), nn.Linear(64, n_classes),
+    )
+
+
+class TinyEncoder(nn.Module):
+    """Transformer encoder layers (PyTorch's, dropout 0.1) over token ids, mean-pooled into
+    ``n_classes`` scores.
+
+    Parameters
+    ----------
+    d : int
+        Model width; 4 heads and a feed-forward width of ``4 * d``.
+    vocab : int
+        Token ids run from 0 to ``vocab - 1``.
+    layers : int
+        Encoder layers.
+    n_classes : int
+        Scores per sequence.
+
+    Examples
+    --------
+    >>> net = TinyEncoder()
+    >>> net(torch.zeros(2, 64, dtype=torch.long)).shape
+    torch.Size([2, 10])
+    """
+
+    def __init__(self, d: int = 128, vocab: int = 1000, layers: int = 2, n_classes: int = 10):
+        super().__init__()
+        positive_int("d", d)
+        self.vocab = positive_int("vocab", vocab)
+        positive_int("layers", layers)
+        positive_int("n_classes", n_classes)
+        self.emb = nn.Embedding(vocab, d)
+        layer = nn.TransformerEncoderLayer(d, 4, 4 * d, dropout=0.1, batch_first=True)
+        self.enc = nn.TransformerEncoder(layer, layers, enable_nested_tensor=False)
+        self.head = nn.Linear(d, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        return self.head(self.enc(self.emb(tokens)).mean(1))
