@@ -71,7 +71,7 @@ def page_checks(path: str | Path) -> list[SelfCheck]:
     ValueError
         A self-check cell that does not end in a question.
     """
-    path = Path(path)
+    path = Path(path).resolve()
     namespace: dict = {"__name__": "__selfcheck__"}
     exec("import gpulab as gl", namespace)  # noqa: S102
     found = []

@@ -32,6 +32,7 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Real
@@ -95,8 +96,11 @@ def translatable(text: str) -> bool:
 
     >>> translatable("memory bandwidth"), translatable("2,048"), translatable("{n:,}")
     (True, False, False)
+    >>> translatable("2.83 × 10¹⁸")
+    False
     """
-    return bool(re.search(r"[^\W\d_]", re.sub(r"\{[^{}]*\}", "", text)))
+    words = re.sub(r"\{[^{}]*\}", "", text)
+    return any(unicodedata.category(c).startswith("L") for c in words)
 
 
 def _is_real(value) -> bool:
