@@ -24,7 +24,7 @@ from pathlib import Path
 
 from gpulab.labkit.selfcheck import SelfCheck
 
-__all__ = ["cells", "messages", "page_checks", "translator"]
+__all__ = ["cells", "messages", "page_checks", "translator", "write_template"]
 
 #: A MyST code cell: its options (``:tags: [...]``) and its code.
 _CELL = re.compile(r"^```\{code-cell\}[^\n]*\n(.*?)^```\s*$", re.M | re.S)
@@ -122,6 +122,22 @@ def messages(book: str | Path) -> list[tuple[str, str]]:
             for message in check.messages:
                 found.setdefault(message, path.stem)
     return [(chapter, message) for message, chapter in found.items()]
+
+
+def write_template(book: str | Path, path: str | Path) -> Path:
+    """``selfchecks.pot``: every chapter's self-check texts (:func:`messages`), each with its
+    chapter as its location, for ``sphinx-intl update``."""
+    from babel.messages.catalog import Catalog
+    from babel.messages.pofile import write_po
+
+    catalogue = Catalog(project="gpulab", charset="utf-8")
+    for chapter, message in messages(book):
+        catalogue.add(message, locations=[(f"book/{chapter}.md", 0)])
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "wb") as handle:
+        write_po(handle, catalogue, omit_header=False, include_lineno=False)
+    return path
 
 
 def translator(catalogues: list[str | Path]):
