@@ -74,7 +74,7 @@ SCRIPT_TEXT = {
     "right-number": "Right: {typed} is {stated} of the answer.",
     "too-high": "Not quite: {typed} is too high (not {stated} of the answer).",
     "too-low": "Not quite: {typed} is too low (not {stated} of the answer).",
-    "hint": "Hint:",
+    "with-hint": "{message} Hint: {hint}",
 }
 #: The widget's own words, for the translations.
 WIDGET_TEXT = (

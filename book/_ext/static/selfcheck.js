@@ -48,7 +48,10 @@
       if (ok === false && hint) {
         hint.open = true;
         var text = hint.querySelector("p");
-        if (text) result.textContent = message + " " + say("hint", "Hint:") + " " + text.textContent;
+        if (text) {
+          result.textContent = say("with-hint", "{message} Hint: {hint}",
+            { message: message, hint: text.textContent });
+        }
       }
     }
 
