@@ -637,7 +637,8 @@ def build_chinese(python: Path) -> int:
 def extract_messages(python: Path) -> int:
     """The English messages as gettext templates in _build/i18n/_build/gettext, one per page,
     plus ``ui.pot`` for the sentences the book's extensions write (the live calculators, the
-    labs' "Worked solution" boxes and "Recorded outputs" notes).
+    labs' "Worked solution" boxes and "Recorded outputs" notes, the self-check widget) and
+    ``selfchecks.pot`` for the chapters' self-check questions (``gpulab.course.selfchecks``).
 
     Only what authors wrote is extracted (a cell's output is not offered for translation,
     ``book/_ext/generated_text.py``, but a figure's caption is), from the chapters as the
@@ -656,11 +657,19 @@ def extract_messages(python: Path) -> int:
         "from live_calculators import ui_messages\n"
         "from solution_cells import ui_messages as solution_messages\n"
         "from lab_recordings import ui_messages as recording_messages\n"
+        "from selfcheck import ui_messages as selfcheck_messages\n"
         "from gpulab.course.translation import write_template\n"
-        "write_template([*ui_messages(), *solution_messages(), *recording_messages()],\n"
-        "               sys.argv[2])\n"
+        "write_template([*ui_messages(), *solution_messages(), *recording_messages(),\n"
+        "                *selfcheck_messages()], sys.argv[2])\n"
     )
-    return run([python, "-c", ui, ROOT / "book" / "_ext", GETTEXT_TEMPLATES / "ui.pot"],
+    status = run([python, "-c", ui, ROOT / "book" / "_ext", GETTEXT_TEMPLATES / "ui.pot"],
+                 BUILD_TIMEOUT_S, check=False)  # fmt: skip
+    if status != 0:
+        return status
+    # The chapters' self-check questions: their templates, read by running the chapters' cells.
+    questions = "import sys\nfrom gpulab.course.selfchecks import write_template\n" \
+        "write_template(*sys.argv[1:])\n"
+    return run([python, "-c", questions, ROOT / "book", GETTEXT_TEMPLATES / "selfchecks.pot"],
                BUILD_TIMEOUT_S, check=False)  # fmt: skip
 
 

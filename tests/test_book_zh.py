@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -155,3 +156,40 @@ def test_every_translated_message_reaches_its_page(zh_html, root):
         f"{len(absent)} translated messages are not on their Chinese page (Sphinx showed the "
         "English; python -m gpulab.course.translation names the cause):\n" + "\n".join(absent)
     )
+
+
+_QUESTION = re.compile(
+    r'<div class="gl-selfcheck" id="(gl-sc-[a-z0-9-]+)"(.*?)</details></div>', re.S
+)
+
+
+def _questions(page: str) -> dict[str, str]:
+    """Each self-check question of a built page: its id -> its HTML."""
+    return {m.group(1): m.group(2) for m in _QUESTION.finditer(page)}
+
+
+def test_the_self_checks_read_in_chinese_with_the_english_figures(book_build, zh_html):
+    """Each question, hint, solution and label in Chinese; every figure of the English page's
+    question on the Chinese page, and the same answer and tolerance for the page's script."""
+    number = re.compile(r"\d+(?:[,.]\d+)*")
+    data = re.compile(r'data-(?:answer|tolerance|kind|unit)="[^"]*"')
+    problems, seen = [], 0
+    for page in _pages(zh_html):
+        english = _questions((book_build.html / page).read_text(encoding="utf-8"))
+        chinese = _questions((zh_html / page).read_text(encoding="utf-8"))
+        assert chinese.keys() == english.keys(), page
+        for key, html in chinese.items():
+            seen += 1
+            text = re.sub(r"<[^>]+>", " ", html)
+            question = re.search(r'class="gl-sc-question"[^>]*>(.*?)</p>', html, re.S).group(1)
+            if "先预测，再核对。" not in text or "详细解答" not in text:
+                problems.append(f"{page} {key}: the widget's labels are in English")
+            if not re.search(r"[\u4e00-\u9fff]", re.sub(r"<span.*?</span>", "", question)):
+                problems.append(f"{page} {key}: the question is in English")
+            english_text = re.sub(r"<[^>]+>", " ", english[key])
+            lost = Counter(number.findall(english_text)) - Counter(number.findall(text))
+            if lost:
+                problems.append(f"{page} {key}: figures of the English page lost: {dict(lost)}")
+            if data.findall(html) != data.findall(english[key]):
+                problems.append(f"{page} {key}: the answer the script checks differs")
+    assert seen >= 60 and not problems, "\n".join(problems)

@@ -124,3 +124,25 @@ def test_chinese_text_is_set_in_a_cjk_font(browser, base_url: str):
             }"""
         )
         assert drawn[0] > 0 and drawn[0] != drawn[1], drawn
+
+
+def test_a_self_check_answers_in_chinese(browser, base_url: str):
+    """The page's script replies in the Chinese page's words (its data-text-* attributes)."""
+    with _offline_page(browser, f"{base_url}/zh/book/memory_bandwidth.html") as page:
+        page.wait_for_selector(".gl-selfcheck.gl-sc-live")
+        box = page.locator("#gl-sc-mb-a100-ridge")
+        box.scroll_into_view_if_needed()
+        assert box.locator(".gl-sc-submit").inner_text() == "核对"
+        box.locator("input").fill("10")
+        box.locator("input").press("Enter")
+        result = box.locator(".gl-sc-result").inner_text()
+        assert result.startswith("还差一点：10 偏低（与答案的差距不在 5% 以内）。"), result
+        assert "提示：" in result
+        box.locator("input").fill("大约一百")
+        box.locator("input").press("Enter")
+        typed = box.locator(".gl-sc-result").inner_text()
+        assert typed == "请输入一个数（单位 FLOP/byte），例如 12.5。"
+        choice = page.locator("#gl-sc-mb-matvec-bound")
+        choice.locator("input[type=radio]").nth(0).check()
+        choice.locator(".gl-sc-submit").click()
+        assert choice.locator(".gl-sc-result").inner_text() == "正确。"

@@ -93,8 +93,10 @@ def test_one_edition_only(course, commands, edition):
 
 def test_the_catalogues_are_refreshed_from_a_gettext_build(course, commands):
     assert course.update_translations(course.Path(sys.executable)) == 0
-    (extract, config), (ui, _), (merge, _), (tidy, _) = commands
+    (extract, config), (ui, _), (questions, _), (merge, _), (tidy, _) = commands
     assert ui[-1] == str(course.GETTEXT_TEMPLATES / "ui.pot")
+    assert questions[-2:] == [str(course.ROOT / "book"), str(course.GETTEXT_TEMPLATES /
+                                                          "selfchecks.pot")]
     assert extract[extract.index("--custom-builder") + 1] == "gettext"
     assert extract[extract.index("--path-output") + 1] == str(course.GETTEXT_OUTPUT)
     settings = yaml.safe_load(config)

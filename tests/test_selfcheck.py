@@ -180,6 +180,84 @@ def test_bad_arguments_name_the_parameter(overrides, error, match):
         _number(**overrides)
 
 
+def _template(**overrides):
+    args = dict(
+        label="mb-matvec",
+        question="A BF16 product with `W` of {d:,} × {d:,} on an {gpu}: what limits it?",
+        answer="memory bandwidth",
+        choices=["memory bandwidth", "compute (FLOP/s)", "{d:,}"],
+        hint="Compare its intensity with the ridge point of {ridge:.0f}.",
+        solution=["{i:.2f} FLOP/byte: it is {bound}-bound.", "Literal braces: {{x}}."],
+        values=dict(d=4096, gpu="H100 SXM", ridge=295.2, i=0.99951, bound="memory"),
+    )
+    args.update(overrides)
+    return selfcheck(**args)
+
+
+def test_templates_are_filled_from_their_values():
+    q = _template()
+    filled = "A BF16 product with `W` of 4,096 × 4,096 on an H100 SXM: what limits it?"
+    assert q.fill(q.question) == filled
+    text = str(q)
+    assert "  - 4,096" in text and "ridge point of 295." in text
+    assert "1.00 FLOP/byte: it is memory-bound." in text and "Literal braces: {x}." in text
+    assert "Answer: memory bandwidth" in text
+    # the page shows the filled text too; the templates never reach it
+    page = q.to_html()
+    assert "4,096 × 4,096" in page and "{d:,}" not in page and "{{" not in page
+    assert "data-text-" not in page  # the script's replies: English, its own defaults
+
+
+def test_a_choice_answer_can_be_a_template():
+    q = _template(answer="{d:,}")
+    assert _Elements(q.to_html()).first("div", "gl-selfcheck")["data-answer"] == "2"
+    assert q.answer_text == "4,096"
+
+
+def test_the_messages_to_translate_are_the_templates_and_the_word_values():
+    q = _template()
+    assert q.messages == [
+        q.question, "memory bandwidth", "compute (FLOP/s)", q.hint, *q.solution, "H100 SXM",
+        "memory",
+    ]  # fmt: skip  # the choice "{d:,}" is a number: not offered
+
+
+def test_a_translation_fills_in_the_same_numbers():
+    table = {
+        "A BF16 product with `W` of {d:,} × {d:,} on an {gpu}: what limits it?":
+            "在 {gpu} 上，`W` 为 {d:,} × {d:,} 的 BF16 乘积：是什么限制了它？",
+        "memory bandwidth": "内存带宽",
+        "{i:.2f} FLOP/byte: it is {bound}-bound.": "{i:.2f} FLOP/字节：它是{bound}受限的。",
+        "memory": "访存",
+        "Hint": "提示",
+        "Right.": "正确。",
+    }  # fmt: skip
+    q = _template()
+    page = q.to_html(lambda text: table.get(text, text))
+    assert "在 H100 SXM 上，<code>W</code> 为 4,096 × 4,096 的 BF16 乘积" in page
+    assert "1.00 FLOP/字节：它是访存受限的。" in page
+    assert "<summary>提示</summary>" in page and "内存带宽" in page
+    # untranslated texts stay English; the numbers are the English page's
+    assert "compute (FLOP/s)" in page and "ridge point of 295." in page
+    assert 'data-text-right="正确。"' in page and 'data-text-pick="Pick an answer first."' in page
+    assert q.to_html() == _template().to_html()  # English unchanged
+
+
+@pytest.mark.parametrize(
+    ("overrides", "error", "match"),
+    [
+        ({"values": [("d", 1)]}, TypeError, "values=.* must be a dict"),
+        ({"values": {"d": None}}, TypeError, r"values\['d'\]=None must be a number or a str"),
+        ({"values": {"not a name": 1}}, ValueError, "keys must be Python names"),
+        ({"values": {"d": 1}}, ValueError, "the template .* cannot be filled from values=.'d'."),
+        ({"hint": "a {brace"}, ValueError, "double a literal brace"),
+    ],
+)  # fmt: skip
+def test_bad_templates_and_values_are_named(overrides, error, match):
+    with pytest.raises(error, match=match):
+        _template(**overrides)
+
+
 def test_numbers_are_written_for_a_reader():
     assert format_answer(16.9286) == "16.9" and format_answer(270336) == "270,336"
     assert format_answer(0.15789) == "0.158" and format_answer(1.6) == "1.6"
@@ -230,6 +308,20 @@ def test_every_teaching_chapter_has_four_self_checks_computed_not_typed(root):
                 problems.append(f"{chapter}: no '## Check yourself' section before the exercises")
             elif source.find("selfcheck(", exercises) != -1 or source.find("selfcheck(") < check:
                 problems.append(f"{chapter}: a self-check outside its section")
+    assert not problems, "\n".join(problems)
+
+
+def test_the_chapters_texts_are_templates_not_f_strings(root):
+    """An f-string is filled before anyone could translate it: the Chinese edition would show
+    it in English. Figures go into ``values=`` and the text stays a template."""
+    problems = []
+    for chapter in chapters(root):
+        for call in selfcheck_calls((root / f"{chapter}.md").read_text(encoding="utf-8")):
+            texts = [*call.args[1:2], *(k.value for k in call.keywords
+                                         if k.arg in ("question", "hint", "solution"))]  # fmt: skip
+            for text in texts:
+                if any(isinstance(n, ast.JoinedStr) for n in ast.walk(text)):
+                    problems.append(f"{chapter}.md:{text.lineno}: an f-string; use values=...")
     assert not problems, "\n".join(problems)
 
 

@@ -402,3 +402,16 @@ def test_bold_in_the_chinese_pages_shows_as_bold_without_gaps(book_build):
                 gaps.append(f"{page.name}: {plain[:90]!r}")
     assert not shown, "asterisks showing on Chinese pages:\n" + "\n".join(shown)
     assert not gaps, "gaps around bold on Chinese pages:\n" + "\n".join(gaps)
+
+
+def test_the_self_check_catalogue_is_checked_with_the_others(root):
+    """``selfchecks.po`` (the chapters' self-check templates) is one of the catalogues checked,
+    and a translation that drops or changes a template's field is caught."""
+    assert root / LOCALE_DIR / "selfchecks.po" in catalogue_paths(root)
+    english = "A {d:,} × {d:,} layer at {u:.0%} of {peak:.0f} TFLOP/s; `x[{i}]` is code."
+    good = "{d:,} × {d:,} 的层，以 {peak:.0f} TFLOP/s 的 {u:.0%} 运行；`x[{i}]` 是代码。"
+    assert check_message(english, good, {}) == []
+    for broken in (good.replace("{u:.0%}", "{u:.1%}"), good.replace("{d:,} ×", "4,096 ×"),
+                   good.replace("{peak:.0f}", "{peak}")):  # fmt: skip
+        found = [p.what for p in check_message(english, broken, {})]
+        assert any("the figures to fill in differ" in f for f in found), (broken, found)

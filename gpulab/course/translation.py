@@ -55,6 +55,8 @@ _DISPLAY_MATH = re.compile(r"\$\$.+?\$\$", re.S)
 _INLINE_MATH = re.compile(r"(?<![\\$])\$(?!\$)(?P<math>[^$\n]+?)(?<![\\\s])\$(?!\$)")
 _LINK_TARGET = re.compile(r"\]\((?P<target>[^)\s]+)\)")
 _URL = re.compile(r"https?://[^\s)>\]`]+")
+#: A ``str.format`` field of a self-check's template: ``{name}``, ``{name:,.0f}``.
+_FIELD = re.compile(r"\{[A-Za-z_]\w*(?:![rsa])?(?::[^{}`]*)?\}")
 _TARGET = re.compile(r"^(?P<text>.*?)\s*<(?P<target>[^<>]+)>$", re.S)
 #: Roles whose target must survive translation; ``{term}`` is checked against the glossary.
 _REFERENCE_ROLES = ("doc", "ref", "numref", "cite", "cite:p", "cite:t", "eq", "download")
@@ -193,6 +195,13 @@ def _kept(text: str) -> Counter:
     return kept
 
 
+def _fields(text: str) -> Counter:
+    """The ``str.format`` fields of a template (``{d:,}``, ``{unit}``) outside math and code,
+    counted: what a self-check fills in after translating (``gpulab.labkit.selfcheck``)."""
+    plain = _INLINE_MATH.sub(" ", _CODE.sub(" ", _DISPLAY_MATH.sub(" ", _without_roles(text))))
+    return Counter(_FIELD.findall(plain.replace("{{", "").replace("}}", "")))
+
+
 def _emphasis(text: str) -> tuple[int, int, int]:
     """(bold spans, italic spans, asterisks left showing) of ``text``, rendered by the
     CommonMark rules MyST follows (roles and code spans left out).
@@ -306,6 +315,8 @@ def check_message(
     ['emphasis lost: ']
     >>> check_message("**Time.** Go.", "**时间**。出发。", terms)
     []
+    >>> [p.what[:26] for p in check_message("A {d:,} × {d:,} layer", "{d:,} × {d} 的层", terms)]
+    ['the figures to fill in dif']
     >>> [p.what[:15] for p in check_message("The **{term}`warp`** runs.",
     ...                                     "**{term}`线程束 <warp>`**运行。", terms)]
     ['emphasis lost: ', 'bold lost or mo']
@@ -327,6 +338,11 @@ def check_message(
         problems.append(Problem(
             page, msgid, f"Sphinx reads the translation as {article} {name}, not a paragraph, "
             f"and shows the English instead: escape the marker ({escape_block_start(msgstr)!r})"
+        ))  # fmt: skip
+    if _fields(msgid) != _fields(msgstr):
+        problems.append(Problem(
+            page, msgid, f"the figures to fill in differ: {sorted(_fields(msgid).elements())} "
+            f"in the English, {sorted(_fields(msgstr).elements())} in the translation"
         ))  # fmt: skip
     english, chinese = _kept(msgid), _kept(msgstr)
     for item, count in english.items():
@@ -510,7 +526,7 @@ def write_template(messages: list[str], path: str | Path) -> Path:
 def catalogue_paths(root: str | Path) -> list[Path]:
     """Every page's catalogue under ``root/locale/zh_CN/LC_MESSAGES``, sorted."""
     base = Path(root) / LOCALE_DIR
-    return sorted([*base.glob("*/*.po"), *base.glob("ui.po")])
+    return sorted([*base.glob("*/*.po"), *base.glob("ui.po"), *base.glob("selfchecks.po")])
 
 
 def _root_of(path: Path) -> Path:

@@ -17,6 +17,14 @@ Two kinds of question:
 
 The rule that judges a number is :meth:`SelfCheck.accepts`; the page's script applies the
 same one to the same figures, which the HTML carries as ``data-`` attributes.
+
+The question, the hint, the solution and the choices are *templates*: plain strings whose
+computed figures are ``str.format`` fields filled from ``values``
+(``"A {d:,} × {d:,} matrix"``, ``values=dict(d=4096)``). So the text is the same in every
+build and a translation can be looked up by it (``locale/zh_CN/LC_MESSAGES/selfchecks.po``,
+extracted by :mod:`gpulab.course.selfchecks`); the numbers are filled in after translating,
+formatted the same way in both languages. :meth:`SelfCheck.to_html` takes the translating
+function; a value that is a word (a string with a letter) is translated too, a number never.
 """
 
 from __future__ import annotations
@@ -24,20 +32,75 @@ from __future__ import annotations
 import html
 import math
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 from numbers import Real
 
 from gpulab._checks import finite_number, positive_int, text, wrong_type
 
-__all__ = ["SelfCheck", "format_answer", "scientific", "selfcheck"]
+__all__ = ["SelfCheck", "format_answer", "scientific", "selfcheck", "translatable"]
 
 LABEL = re.compile(r"^[a-z0-9]+(?:-[a-z0-9]+)*$")
 #: Most significant digits an answer is shown with.
 MAX_DIGITS = 10
+# The words of the widget itself, translated in ``locale/<language>/LC_MESSAGES/ui.po``
+# (``book/_ext/selfcheck.py`` lists them for the extraction).
+PREDICT = "Predict, then check."
+CHECK = "Check"
+HINT = "Hint"
+WORKED_SOLUTION = "Worked solution"
+ANSWER = "Answer:"
+PICK_ONE = "Pick one"
+YOUR_ANSWER = "Your answer"
+YOUR_ANSWER_IN = "Your answer, in {unit}"
+NO_SCRIPT = (
+    "Work it out, then open the solution to compare: checking an answer in the page needs "
+    "JavaScript."
+)
+TOLERANCE_RELATIVE = "Answers within {tolerance} of the worked answer count as right."
+TOLERANCE_WHOLE = "The answer is a whole number (answers within ± {tolerance} count as right)."
+TOLERANCE_ABSOLUTE = "Answers within ± {tolerance} of the worked answer count as right."
+#: What the page's script says (``static/selfcheck.js``), keyed by the ``data-text-`` attribute
+#: that carries a translation; the script says the English where there is none.
+SCRIPT_TEXT = {
+    "pick": "Pick an answer first.",
+    "right": "Right.",
+    "wrong": "Not this one.",
+    "type": "Type a number{unit}, e.g. 12.5.",
+    "in-unit": " (in {unit})",
+    "within-rel": "within {tolerance}%",
+    "within-abs": "within ± {tolerance}",
+    "right-number": "Right: {typed} is {stated} of the answer.",
+    "too-high": "Not quite: {typed} is too high (not {stated} of the answer).",
+    "too-low": "Not quite: {typed} is too low (not {stated} of the answer).",
+    "with-hint": "{message} Hint: {hint}",
+}
+#: The widget's own words, for the translations.
+WIDGET_TEXT = (
+    PREDICT, CHECK, HINT, WORKED_SOLUTION, ANSWER, PICK_ONE, YOUR_ANSWER, YOUR_ANSWER_IN,
+    NO_SCRIPT, TOLERANCE_RELATIVE, TOLERANCE_WHOLE, TOLERANCE_ABSOLUTE, *SCRIPT_TEXT.values(),
+)  # fmt: skip
+
 # The page's script compares |typed - answer| with the tolerance; this much slack absorbs
 # the rounding of the figures written into the HTML (12 significant digits).
 ROUNDING_SLACK = 1e-9
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def translatable(text: str) -> bool:
+    """Whether a template or a value is words to translate (it has a letter), not a number.
+
+    >>> translatable("memory bandwidth"), translatable("2,048"), translatable("{n:,}")
+    (True, False, False)
+    >>> translatable("2.83 × 10¹⁸")
+    False
+    """
+    words = re.sub(r"\{[^{}]*\}", "", text)
+    return any(unicodedata.category(c).startswith("L") for c in words)
 
 
 def _is_real(value) -> bool:
@@ -145,6 +208,24 @@ class SelfCheck:
     unit: str | None = None
     choices: tuple[str, ...] | None = None
     digits: int = 3
+    values: tuple[tuple[str, float | str], ...] = ()
+
+    # ------------------------------------------------------------------- templates
+
+    def fill(self, template: str, _=_identity) -> str:
+        """``template`` translated by ``_`` with :attr:`values` filled in (words translated,
+        numbers formatted as the template says)."""
+        values = {k: _(v) if isinstance(v, str) and translatable(v) else v
+                  for k, v in self.values}  # fmt: skip
+        return _(template).format(**values)
+
+    @property
+    def messages(self) -> list[str]:
+        """The templates and word values a translation gives, in the order the page shows them
+        (numbers and templates without words are left out)."""
+        found = [self.question, *(self.choices or ()), self.hint, *self.solution]
+        found += [v for _k, v in self.values if isinstance(v, str)]
+        return [m for m in dict.fromkeys(found) if translatable(m)]
 
     @property
     def kind(self) -> str:
@@ -160,20 +241,26 @@ class SelfCheck:
     @property
     def tolerance_text(self) -> str:
         """The tolerance as the reader is told it ("" for a choice)."""
+        return self._tolerance_text()
+
+    def _tolerance_text(self, _=_identity) -> str:
         if self.kind == "choice":
             return ""
         if self.rel_tol is not None:
-            return f"Answers within {_percent(self.rel_tol)} of the worked answer count as right."
+            return _(TOLERANCE_RELATIVE).format(tolerance=_percent(self.rel_tol))
         tol = format_answer(self.abs_tol, digits=self.digits)
         if float(self.answer).is_integer() and self.abs_tol < 1:
-            return f"The answer is a whole number (answers within ± {tol} count as right)."
-        return f"Answers within ± {tol}{self._unit_suffix} of the worked answer count as right."
+            return _(TOLERANCE_WHOLE).format(tolerance=tol)
+        return _(TOLERANCE_ABSOLUTE).format(tolerance=f"{tol}{self._unit_suffix}")
 
     @property
     def answer_text(self) -> str:
         """The answer as a reader reads it: rounded, with its unit."""
+        return self._answer_text()
+
+    def _answer_text(self, _=_identity) -> str:
         if self.kind == "choice":
-            return str(self.answer)
+            return self.fill(self.answer, _)
         return f"{format_answer(self.answer, self.digits)}{self._unit_suffix}"
 
     def accepts(self, value) -> bool:
@@ -190,13 +277,17 @@ class SelfCheck:
 
     # ------------------------------------------------------------------- rendering
 
-    def _form(self, ids: dict[str, str]) -> str:
-        button = '<button type="submit" class="gl-sc-submit">Check</button>'
+    def _form(self, ids: dict[str, str], _=_identity) -> str:
+        button = f'<button type="submit" class="gl-sc-submit">{_(CHECK)}</button>'
         if self.kind == "number":
-            unit = f", in {html.escape(self.unit)}" if self.unit else ""
+            prompt = (
+                _(YOUR_ANSWER_IN).format(unit=html.escape(self.unit))
+                if self.unit
+                else _(YOUR_ANSWER)
+            )
             return (
                 f'<form class="gl-sc-form" method="dialog" hidden>'
-                f'<label for="{ids["input"]}">Your answer{unit}</label> '
+                f'<label for="{ids["input"]}">{prompt}</label> '
                 f'<input id="{ids["input"]}" class="gl-sc-input" type="text" '
                 f'inputmode="decimal" autocomplete="off" spellcheck="false" '
                 f'aria-describedby="{ids["question"]} {ids["tolerance"]}"> '
@@ -204,18 +295,22 @@ class SelfCheck:
             )
         options = "".join(
             f'<label class="gl-sc-option"><input type="radio" name="{ids["input"]}" '
-            f'value="{i}"> {_inline(c)}</label>'
+            f'value="{i}"> {_inline(self.fill(c, _))}</label>'
             for i, c in enumerate(self.choices)
         )
         return (
             f'<form class="gl-sc-form gl-sc-choices" method="dialog">'
             f'<fieldset aria-labelledby="{ids["question"]}">'
-            f"<legend>Pick one</legend>{options}</fieldset>"
+            f"<legend>{_(PICK_ONE)}</legend>{options}</fieldset>"
             f'<span class="gl-sc-js-only" hidden>{button}</span></form>'
         )
 
-    def to_html(self) -> str:
-        """The question as HTML: the form the page's script checks, the hint and solution."""
+    def to_html(self, _=_identity) -> str:
+        """The question as HTML: the form the page's script checks, the hint and solution.
+
+        ``_`` translates a text (``text -> text``): the templates, the word values and the
+        labels; a text it does not know comes back as it is. By default, English.
+        """
         base = f"gl-sc-{self.label}"
         ids = {k: f"{base}-{k}" for k in ("question", "input", "tolerance", "result")}
         if self.kind == "number":
@@ -227,38 +322,40 @@ class SelfCheck:
             )
         else:
             data = f'data-kind="choice" data-answer="{self.choices.index(self.answer)}"'
+        if _ is not _identity:
+            data += "".join(
+                f' data-text-{key}="{html.escape(_(text))}"' for key, text in SCRIPT_TEXT.items()
+            )
         tolerance = (
-            f'<p class="gl-sc-tolerance" id="{ids["tolerance"]}">{self.tolerance_text}</p>'
+            f'<p class="gl-sc-tolerance" id="{ids["tolerance"]}">{self._tolerance_text(_)}</p>'
             if self.kind == "number"
             else ""
         )
-        nojs = (
-            '<p class="gl-sc-nojs">Work it out, then open the solution to compare: checking '
-            "an answer in the page needs JavaScript.</p>"
-        )
-        solution = "".join(f"<p>{_inline(p)}</p>" for p in self.solution)
+        nojs = f'<p class="gl-sc-nojs">{_(NO_SCRIPT)}</p>'
+        solution = "".join(f"<p>{_inline(self.fill(p, _))}</p>" for p in self.solution)
         return (
             f'<div class="gl-selfcheck" id="{base}" {data}>'
             f'<p class="gl-sc-question" id="{ids["question"]}">'
-            f'<span class="gl-sc-tag">Predict, then check.</span> {_inline(self.question)}</p>'
-            f"{tolerance}{self._form(ids)}"
+            f'<span class="gl-sc-tag">{_(PREDICT)}</span> {_inline(self.fill(self.question, _))}'
+            f"</p>{tolerance}{self._form(ids, _)}"
             f'<p class="gl-sc-result" id="{ids["result"]}" role="status" aria-live="polite"></p>'
             f"{nojs}"
-            f'<details class="gl-sc-hint"><summary>Hint</summary><p>{_inline(self.hint)}</p>'
-            f"</details>"
-            f'<details class="gl-sc-solution"><summary>Worked solution</summary>{solution}'
-            f'<p class="gl-sc-answer"><strong>Answer:</strong> {_inline(self.answer_text)}</p>'
-            "</details></div>"
+            f'<details class="gl-sc-hint"><summary>{_(HINT)}</summary>'
+            f"<p>{_inline(self.fill(self.hint, _))}</p></details>"
+            f'<details class="gl-sc-solution"><summary>{_(WORKED_SOLUTION)}</summary>{solution}'
+            f'<p class="gl-sc-answer"><strong>{_(ANSWER)}</strong> '
+            f"{_inline(self._answer_text(_))}</p></details></div>"
         )
 
     def __str__(self) -> str:
-        lines = [f"Predict, then check. {self.question}"]
+        lines = [f"{PREDICT} {self.fill(self.question)}"]
         if self.choices:
-            lines += [f"  - {c}" for c in self.choices]
+            lines += [f"  - {self.fill(c)}" for c in self.choices]
         if self.tolerance_text:
             lines.append(self.tolerance_text)
-        lines += [f"Hint: {self.hint}", "Worked solution:", *self.solution]
-        lines.append(f"Answer: {self.answer_text}")
+        lines += [f"{HINT}: {self.fill(self.hint)}", f"{WORKED_SOLUTION}:"]
+        lines += [self.fill(p) for p in self.solution]
+        lines.append(f"{ANSWER} {self.answer_text}")
         return "\n".join(lines)
 
     def _repr_mimebundle_(self, include=None, exclude=None) -> dict[str, str]:
@@ -277,6 +374,7 @@ def selfcheck(
     unit: str | None = None,
     choices: Sequence[str] | None = None,
     digits: int = 3,
+    values: dict | None = None,
 ) -> SelfCheck:
     """A "predict, then check" question whose answer the course's models computed.
 
@@ -286,7 +384,10 @@ def selfcheck(
         Unique on its page: lower-case words joined by hyphens (``"mb-add-intensity"``); the
         HTML ids are made from it.
     question : str
-        What the reader predicts, with every figure they need. `Backticks` mark code.
+        What the reader predicts, with every figure they need. `Backticks` mark code. Like
+        ``hint``, ``solution`` and ``choices``, a template: its computed figures are
+        ``str.format`` fields (``{d:,}``) filled from ``values``, never an f-string, so that
+        the Chinese edition can translate the text (a literal brace is doubled: ``{{``).
     answer : float or str
         The computed answer: a number, or for a choice question one of ``choices``.
     hint : str
@@ -302,6 +403,9 @@ def selfcheck(
         The options of a choice question (two or more, distinct).
     digits : int, default 3
         Significant figures of the answer where it is shown.
+    values : dict, optional
+        The figures the templates name: a number (formatted as its field says, the same in
+        every language) or a word (a str, translated like the templates).
 
     Returns
     -------
@@ -332,6 +436,19 @@ def selfcheck(
     (True, False)
     >>> q.answer_text
     '0.0833 FLOP/byte'
+    >>> r = selfcheck(
+    ...     "matvec-bound",
+    ...     "A BF16 product `W @ x` with `W` of {d:,} × {d:,}: what limits it?",
+    ...     "memory bandwidth",
+    ...     choices=["memory bandwidth", "compute (FLOP/s)"],
+    ...     hint="Compare its intensity with the ridge point.",
+    ...     solution="{i:.2f} FLOP/byte is far below the ridge point.",
+    ...     values=dict(d=4096, i=0.99951),
+    ... )
+    >>> print(r.fill(r.question))
+    A BF16 product `W @ x` with `W` of 4,096 × 4,096: what limits it?
+    >>> r.messages[-1]
+    '{i:.2f} FLOP/byte is far below the ridge point.'
     >>> selfcheck("x", "Q?", 1.0, hint="h", solution="s")
     Traceback (most recent call last):
     ...
@@ -350,6 +467,7 @@ def selfcheck(
     question = _prose("question", question)
     hint = _prose("hint", hint)
     paragraphs = _paragraphs("solution", solution)
+    filled = _values(values)
     digits = positive_int("digits", digits)
     if digits > MAX_DIGITS:
         raise ValueError(f"digits={digits!r} must be at most {MAX_DIGITS}")
@@ -369,7 +487,10 @@ def selfcheck(
         text("answer", answer)
         if answer not in options:
             raise ValueError(f"answer={answer!r} is not one of the choices {options!r}")
-        return SelfCheck(label, question, answer, hint, paragraphs, choices=options, digits=digits)
+        return _filled(SelfCheck(
+            label, question, answer, hint, paragraphs, choices=options, digits=digits,
+            values=filled,
+        ))  # fmt: skip
     if not _is_real(answer):
         raise wrong_type("answer", answer, "a finite number (or one of choices=...)")
     answer = finite_number("answer", answer)
@@ -388,6 +509,36 @@ def selfcheck(
             raise ValueError(f"abs_tol={abs_tol!r} must be a positive number")
     if unit is not None and not unit.strip():
         raise ValueError(f"unit={unit!r} must be a non-empty unit or None")
-    return SelfCheck(
-        label, question, answer, hint, paragraphs, rel_tol, abs_tol, unit, digits=digits
-    )
+    return _filled(SelfCheck(
+        label, question, answer, hint, paragraphs, rel_tol, abs_tol, unit, digits=digits,
+        values=filled,
+    ))  # fmt: skip
+
+
+def _values(values) -> tuple[tuple[str, float | str], ...]:
+    """``values`` checked: identifiers naming numbers or non-empty strings."""
+    if values is None:
+        return ()
+    if not isinstance(values, dict):
+        raise wrong_type("values", values, "a dict of names to numbers or str")
+    for name, value in values.items():
+        if not isinstance(name, str) or not name.isidentifier():
+            raise ValueError(f"values has the key {name!r}; the keys must be Python names")
+        if not (_is_real(value) or isinstance(value, str)):
+            raise wrong_type(f"values[{name!r}]", value, "a number or a str")
+    return tuple(values.items())
+
+
+def _filled(check: SelfCheck) -> SelfCheck:
+    """``check``, once every template has been filled in from its values (a clear error
+    naming the template if one cannot be)."""
+    for template in (check.question, check.hint, *check.solution, *(check.choices or ())):
+        try:
+            check.fill(template)
+        except (KeyError, IndexError, ValueError) as error:
+            names = sorted(k for k, _v in check.values)
+            raise ValueError(
+                f"the template {template!r} cannot be filled from values={names}: {error!r} "
+                "(name every figure in values; double a literal brace: {{ }})"
+            ) from error
+    return check

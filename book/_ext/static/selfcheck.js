@@ -48,38 +48,59 @@
       if (ok === false && hint) {
         hint.open = true;
         var text = hint.querySelector("p");
-        if (text) result.textContent = message + " Hint: " + text.textContent;
+        if (text) {
+          result.textContent = say("with-hint", "{message} Hint: {hint}",
+            { message: message, hint: text.textContent });
+        }
       }
+    }
+
+    // A translated edition carries the replies in data-text-* attributes (templates with
+    // {name} fields, gpulab.labkit.selfcheck.SCRIPT_TEXT); the English is the default.
+    function say(key, english, fields) {
+      var attr = "text" + key.replace(/-([a-z])/g, function (m, c) { return c.toUpperCase(); })
+        .replace(/^./, function (c) { return c.toUpperCase(); });
+      var text = box.dataset[attr] || english;
+      return text.replace(/\{(\w+)\}/g, function (m, name) {
+        return fields && name in fields ? fields[name] : m;
+      });
     }
 
     function check() {
       var answer = box.dataset.answer;
       if (box.dataset.kind === "choice") {
         var picked = form.querySelector("input[type=radio]:checked");
-        if (!picked) return show(null, "Pick an answer first.");
-        if (picked.value === answer) return show(true, "Right.");
-        return show(false, "Not this one.");
+        if (!picked) return show(null, say("pick", "Pick an answer first."));
+        if (picked.value === answer) return show(true, say("right", "Right."));
+        return show(false, say("wrong", "Not this one."));
       }
       var input = form.querySelector(".gl-sc-input");
       var unit = box.dataset.unit || "";
       var typed = parseNumber(input.value, unit);
       if (!isFinite(typed)) {
         input.setAttribute("aria-invalid", "true");
-        return show(null, "Type a number" + (unit ? " (in " + unit + ")" : "") + ", e.g. 12.5.");
+        var inUnit = unit ? say("in-unit", " (in {unit})", { unit: unit }) : "";
+        return show(null, say("type", "Type a number{unit}, e.g. 12.5.", { unit: inUnit }));
       }
       input.removeAttribute("aria-invalid");
       var a = parseFloat(answer);
       var tol = parseFloat(box.dataset.tolerance);
       var allowed = box.dataset.toleranceKind === "relative" ? tol * Math.abs(a) : tol;
       var stated = box.dataset.toleranceKind === "relative"
-        ? "within " + format(100 * tol) + "%"
-        : "within \u00b1 " + format(tol) + (unit === "%" ? "%" : unit ? " " + unit : "");
+        ? say("within-rel", "within {tolerance}%", { tolerance: format(100 * tol) })
+        : say("within-abs", "within \u00b1 {tolerance}", {
+          tolerance: format(tol) + (unit === "%" ? "%" : unit ? " " + unit : "")
+        });
+      var fields = { typed: format(typed), stated: stated };
       if (Math.abs(typed - a) <= allowed * SLACK) {
-        return show(true, "Right: " + format(typed) + " is " + stated + " of the answer.");
+        return show(true, say("right-number", "Right: {typed} is {stated} of the answer.", fields));
       }
-      var side = typed > a ? "too high" : "too low";
-      return show(false, "Not quite: " + format(typed) + " is " + side + " (not " + stated +
-        " of the answer).");
+      if (typed > a) {
+        return show(false, say("too-high", "Not quite: {typed} is too high (not {stated} of the " +
+          "answer).", fields));
+      }
+      return show(false, say("too-low", "Not quite: {typed} is too low (not {stated} of the " +
+        "answer).", fields));
     }
 
     form.addEventListener("submit", function (event) { event.preventDefault(); check(); });
