@@ -13,6 +13,8 @@
   figures, calculators and result tables;
 * :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions;
 * :mod:`~gpulab.labkit.trace_report`: the GPU trace lab's tables, figures and sentences;
+* :mod:`~gpulab.labkit.pytorch_launches`: what a line of PyTorch becomes, operators on the
+  host and kernels on the GPU;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
@@ -33,6 +35,7 @@ _MODULES = (
     "launcher",
     "networks",
     "plotting",
+    "pytorch_launches",
     "same_training",
     "scoreboard",
     "selfcheck",
