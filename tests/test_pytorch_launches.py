@@ -122,4 +122,6 @@ def test_the_table_refuses_bad_input():
 def test_the_chapter_shows_what_pytorch_launches_before_cuda():
     page = (Path(__file__).resolve().parents[1] / "book" / "gpu_basics.md").read_text()
     assert page.index("## What PyTorch launches") < page.index("```cuda")
-    assert "pl.launches_table(here, a100)" in page
+    cell = page[page.index("## What PyTorch launches"):page.index("pl.launches_table(here, a100)")]
+    # The profiler's own log lines (stderr) stay off the page.
+    assert ":tags: [remove-input, remove-stderr]" in cell
