@@ -22,6 +22,8 @@
 * :mod:`~gpulab.labkit.trace_report`: the GPU trace lab's tables, figures and sentences;
 * :mod:`~gpulab.labkit.trace_files`, :mod:`~gpulab.labkit.simulated_stream`: profiling one
   step (activities, the Chrome trace) and a simulated stream for showing asynchrony on a CPU;
+* :mod:`~gpulab.labkit.pytorch_launches`: what a line of PyTorch becomes, operators on the
+  host and kernels on the GPU;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
@@ -49,6 +51,7 @@ _MODULES = (
     "memory_check",
     "networks",
     "plotting",
+    "pytorch_launches",
     "roofline_check",
     "same_training",
     "scoreboard",
