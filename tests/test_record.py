@@ -491,3 +491,26 @@ def test_record_all_command_takes_a_budget_and_a_start(tmp_path, monkeypatch, ca
         assert main(["record", *argv]) == 2, argv
         assert message in capsys.readouterr().err, argv
     assert ran == ["a_lab.ipynb"]
+
+
+def test_copying_back_keeps_edits_made_to_the_labs_folder_during_a_recording(tmp_path):
+    # Only what the run created or changed comes back: another lab edited in the meantime
+    # keeps its edit, the recorded lab is left to record_notebook.
+    folder, work = tmp_path / "notebooks", tmp_path / "work"
+    folder.mkdir()
+    for name in ("other_lab.ipynb", "lab.ipynb", "data.csv"):
+        (folder / name).write_text(f"{name} as it was\n")
+    shutil.copytree(folder, work)
+    copied = rec._digests(work)
+    (folder / "other_lab.ipynb").write_text("edited during the recording\n")
+    (work / "data.csv").write_text("rewritten by the lab\n")
+    (work / "out").mkdir()
+    (work / "out" / "new.txt").write_text("written by the lab\n")
+    (work / "lab.ipynb").write_text("executed copy\n")
+
+    rec._copy_back(work, folder, lab_name="lab.ipynb", copied=copied)
+
+    assert (folder / "other_lab.ipynb").read_text() == "edited during the recording\n"
+    assert (folder / "data.csv").read_text() == "rewritten by the lab\n"
+    assert (folder / "out" / "new.txt").read_text() == "written by the lab\n"
+    assert (folder / "lab.ipynb").read_text() == "lab.ipynb as it was\n"

@@ -23,7 +23,7 @@ it can, and ends with a table of what happened to each (:func:`outcome_table`).
 
 from __future__ import annotations
 
-import filecmp
+import hashlib
 import os
 import re
 import shutil
@@ -167,9 +167,10 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
     with tempfile.TemporaryDirectory(prefix="gpulab-record-") as tmp:
         work = Path(tmp) / path.parent.name
         shutil.copytree(path.parent, work, ignore=_NOT_COPIED)
+        copied = _digests(work)
         elapsed = _execute(nb, path, work, timeout_s, kernel_name)  # a failure stops here
         if kind == "cpu":  # the CPU recording keeps what the lab wrote beside itself
-            _copy_back(work, path.parent, lab_name=path.name)
+            _copy_back(work, path.parent, lab_name=path.name, copied=copied)
 
     record["run_time_s"] = round(elapsed, 1)
     text = f"**Provenance.** {provenance_line(record)} Run time: {elapsed:.0f} s."
@@ -189,16 +190,27 @@ def record_notebook(path: str | Path, timeout_s: int = 900, kernel_name: str = "
 _NOT_COPIED = shutil.ignore_patterns(RECORDINGS_FOLDER, ".ipynb_checkpoints")
 
 
-def _copy_back(work: Path, folder: Path, lab_name: str) -> None:
-    """Copy the files a lab created or changed in its working copy back into ``folder``."""
-    for source in sorted(p for p in work.rglob("*") if p.is_file()):
-        relative = source.relative_to(work)
-        if relative == Path(lab_name):
+def _digests(folder: Path) -> dict[Path, str]:
+    """Each file under ``folder`` (relative path) and the SHA-256 of its bytes."""
+    return {
+        p.relative_to(folder): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in folder.rglob("*")
+        if p.is_file()
+    }
+
+
+def _copy_back(work: Path, folder: Path, lab_name: str, copied: dict[Path, str]) -> None:
+    """Copy the files the lab created or changed in its working copy back into ``folder``.
+
+    ``copied`` holds the working copy's digests from before the run: a file the run left as it
+    found it is not copied, so an edit made in ``folder`` meanwhile (another lab, say) stays.
+    """
+    for relative, digest in sorted(_digests(work).items()):
+        if relative == Path(lab_name) or copied.get(relative) == digest:
             continue  # the lab itself is written by record_notebook, with its provenance
         dest = folder / relative
-        if not dest.is_file() or not filecmp.cmp(source, dest, shallow=False):
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(source, dest)
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(work / relative, dest)
 
 
 def _execute(nb, path: Path, folder: Path, timeout_s: int, kernel_name: str) -> float:
