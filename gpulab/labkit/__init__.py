@@ -14,6 +14,11 @@
 * :mod:`~gpulab.labkit.selfcheck`: the chapters' "predict, then check" questions;
 * :mod:`~gpulab.labkit.trace_report`: the GPU trace lab's tables, figures and sentences;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
+* :mod:`~gpulab.labkit.capstone`, :mod:`~gpulab.labkit.case_studies`,
+  :mod:`~gpulab.labkit.energy_report`, :mod:`~gpulab.labkit.launch_overhead`,
+  :mod:`~gpulab.labkit.parallel_reports`, :mod:`~gpulab.labkit.tiny_gpt`,
+  :mod:`~gpulab.labkit.accuracy_note`: the labs' workloads, reports and verdicts, so that
+  a lab cell shows the measurement and one call;
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
   reader's browser).
@@ -24,19 +29,26 @@ from __future__ import annotations
 from gpulab._lazy import submodule_loader
 
 _MODULES = (
+    "accuracy_note",
     "answers",
     "calculators",
+    "capstone",
+    "case_studies",
     "claims",
     "corpus",
     "datasets",
+    "energy_report",
     "envs",
+    "launch_overhead",
     "launcher",
     "networks",
+    "parallel_reports",
     "plotting",
     "same_training",
     "scoreboard",
     "selfcheck",
     "svgchart",
+    "tiny_gpt",
     "trace_report",
     "training_loop",
     "widgets",
