@@ -36,7 +36,7 @@ Claims no model here covers, and why
   on a GPU the lab reports the errors without it (cuBLAS and cuDNN workspaces are not
   modelled). Its other asserts are evaluated below.
 * Exactness, which needs no cost model: ``inference_lab`` cell 13 (a CUDA graph replays the
-  kernels eager mode runs) and cell 24 (the KV cache does not change greedy tokens beyond a
+  kernels eager mode runs) and cell 25 (the KV cache does not change greedy tokens beyond a
   first difference at a near-tie, ``gl.costmodels.inference.greedy_agreement``: the tiny
   GPT runs on the lab's device, where the cached and uncached attention calls may take
   different kernels; see :func:`test_inference_kv_cache_check_allows_a_near_tie_and_nothing_else`),
@@ -45,7 +45,7 @@ Claims no model here covers, and why
   ``frameworks_lab`` cells 17 and 23 (the branch the models pick is checked below),
   ``case_alphago_lab`` cell 11's sentence, ``gpu_basics_lab`` cell 17 (re-derived: see
   :func:`test_gpu_basics_which_lead_is_larger_depends_on_the_host`).
-* ``capstone_lab`` cell 32 (the losses of every version agree to 1e-4 in FP32, 2e-2 under
+* ``capstone_lab`` cell 34 (the losses of every version agree to 1e-4 in FP32, 2e-2 under
   autocast): autocast runs the format ``gl.measure.device.mixed_precision`` picks, BF16 on
   the CPU and an H100, FP16 with a ``GradScaler`` below compute capability 8.0 (a T4).
   FP16's unit roundoff is 8 times smaller than BF16's, so the rounding model gives a T4 a
@@ -56,7 +56,7 @@ Claims no model here covers, and why
   CPU tensors (``parallel_compute_lab`` cell 4, ``case_resnet_lab`` cell 6,
   ``case_bert_lab`` cell 6), the kernel simulator (``kernels_lab`` cells 6, 10, 14), the
   game against its reference (``case_alphago_lab`` cell 6), the KV-cache size of the tiny
-  GPT (``inference_lab`` cell 22; its cell 27 is evaluated below), registry-only verdicts
+  GPT (``inference_lab`` cell 22; its cell 28 is evaluated below), registry-only verdicts
   (``case_bert_lab`` cell 24, ``energy_lab`` cell 9 and ``case_resnet_lab`` cell 25,
   re-evaluated below), and the ``distributed_lab``, whose jobs run on CPU ranks on a
   one-GPU machine
@@ -65,14 +65,14 @@ Claims no model here covers, and why
   ships, the same files on every device. Cell 7's sentence is chosen by whether the
   learner's own profile holds GPU work (operators only, or the kernels they launched), and
   cell 18 compares two readers of one file.
-* ``parallelism_lab`` cells 20, 25, 28 and 32 (the saved-bytes formula within 2%, the
+* ``parallelism_lab`` cells 21, 26, 29 and 33 (the saved-bytes formula within 2%, the
   ring-attention load balance, the all-to-all bytes within 10% of ``4kTh(e−1)/e``, the
   pipeline simulator's idle shares): like the ``distributed_lab``, on a T4 or an H100 the
   lab runs two CPU ranks at its CPU sizes, so the CPU run already checks these claims
-  (:func:`test_parallelism_lab_runs_on_cpu_ranks_at_cpu_sizes_beside_one_gpu`). Cells 25
-  and 32 state measured values without a condition. With two GPUs or more (NCCL ranks, GPU
+  (:func:`test_parallelism_lab_runs_on_cpu_ranks_at_cpu_sizes_beside_one_gpu`). Cells 26
+  and 33 state measured values without a condition. With two GPUs or more (NCCL ranks, GPU
   sizes) no model here predicts the load balance, the routing or the idle shares; the
-  saved bytes of cell 20 stay those of the operators the block calls, since its attention
+  saved bytes of cell 21 stay those of the operators the block calls, since its attention
   is written out rather than left to a device's fused kernel
   (:func:`test_parallelism_lab_counts_saved_bytes_of_attention_written_out`).
 """
@@ -398,9 +398,18 @@ def test_alphago_update_table_shows_the_trade_on_a_gpu(alphago_update, gpu, call
 
 
 def test_alphago_lab_sizes_its_table_with_the_overhead_model():
+    import inspect
+
+    from gpulab.labkit import case_studies
+
     source = _cell("case_alphago_lab", 13)
-    assert "OverheadModel.fit" in source and "size_for_ratio" in source
-    assert "gpu=[2**18, 2**19, 2**20, 2**21]" in source and "last = update_sizes[0], max(" in source
+    assert "case_studies.extend_until_ratio(" in source
+    assert "gpu=[2**18, 2**19, 2**20, 2**21]" in source
+    assert "case_studies.update_size_claim(per_update)" in source
+    extend = inspect.getsource(case_studies.extend_until_ratio)
+    assert "OverheadModel.fit" in extend and "size_for_ratio" in extend
+    trade = inspect.getsource(case_studies.update_size_claim)
+    assert "first, last = min(seconds), max(seconds)" in trade
 
 
 # --------------------------------------------------------------------------- distributed
@@ -420,57 +429,63 @@ def test_distributed_lab_runs_on_cpu_ranks_beside_one_gpu(fake_gpu, gpu):
 
 @pytest.mark.parametrize("gpu", GPUS)
 def test_parallelism_lab_runs_on_cpu_ranks_at_cpu_sizes_beside_one_gpu(fake_gpu, gpu):
-    """Cells 20, 25, 28 and 32: with one GPU the lab's single launch runs two CPU processes
+    """Cells 21, 26, 29 and 33: with one GPU the lab's single launch runs two CPU processes
     at the CPU sizes (its plan, not the notebook's device, picks both), so these claims
     judge the same work as the CPU run, which checks them."""
     fake_gpu(gpu)
     plan = gl.dist_plan()
     assert plan.device == "cpu" and plan.backend == "gloo" and plan.n_ranks == 2
     assert plan.scale(cpu=128, gpu=2048) == 128
-    setup, sizes = _cell("parallelism_lab", 4), _cell("parallelism_lab", 16)
+    setup, sizes = _cell("parallelism_lab", 4), _cell("parallelism_lab", 17)
     assert "plan = gl.dist_plan()" in setup
     assert "env=plan.env" in sizes and "gl.scale(" not in sizes and "plan.scale(" in sizes
-    for index in (20, 25, 28, 32):  # the claims read the launch's results, nothing else
-        assert "gl.claim(" in _cell("parallelism_lab", index)
+    # The claims read the launch's results, nothing else.
+    for index, call in ((21, "gl.claim("), (26, "gl.claim("),
+                        (29, "parallel_reports.expert_bytes_claim(ep, formula)"),
+                        (33, "parallel_reports.schedule_claim(rows)")):
+        assert call in _cell("parallelism_lab", index), index
 
 
 def test_parallelism_lab_counts_saved_bytes_of_attention_written_out():
-    """Cell 20 on GPU ranks too (two GPUs or more, NCCL): the bytes saved for backward are
+    """Cell 21 on GPU ranks too (two GPUs or more, NCCL): the bytes saved for backward are
     those of the operators the block calls, the same on any device, because its attention is
     written out (scores, softmax, dropout, product). ``scaled_dot_product_attention`` would
     let the device choose a kernel (flash or memory-efficient attention on a GPU) that saves
     other tensors than the formula counts."""
-    for index in (5, 7, 9):  # common.py (the block), sequence_parallel.py, ring_attention.py
+    for index in (6, 8, 10):  # common.py (the block), sequence_parallel.py, ring_attention.py
         source = _cell("parallelism_lab", index)
         assert "scaled_dot_product_attention" not in source, index
-    assert "torch.softmax(scores" in _cell("parallelism_lab", 5)
+    assert "torch.softmax(scores" in _cell("parallelism_lab", 6)
 
 
 # --------------------------------------------------------------------------- inference
 
 
+#: The inference lab's TinyGPT, as cell 22 builds it (``gpulab.labkit.tiny_gpt``).
+TINY_GPT = dict(vocab=512, d_model=384, layers=6, heads=6, max_len=128)
+
+
 def _tiny_gpt():
-    """The inference lab's TinyGPT and its cache, from cell 22's definitions, on the CPU."""
-    source = _cell("inference_lab", 22)
-    definitions = source[: source.index("torch.manual_seed(0)")]
-    definitions = definitions.replace("torch.set_num_threads(1)", "")  # not for this process
-    namespace = {"torch": torch, "nn": nn, "gl": gl, "device": torch.device("cpu")}
-    exec(definitions, namespace)  # noqa: S102 - the lab's own code
-    return namespace
+    """The inference lab's TinyGPT on the CPU, built with the arguments cell 22 passes."""
+    from gpulab.labkit.tiny_gpt import TinyGPT
+
+    call = "TinyGPT(" + ", ".join(f"{k}={v}" for k, v in TINY_GPT.items()) + ")"
+    assert call in _cell("inference_lab", 22)
+    return TinyGPT(**TINY_GPT)
 
 
 def test_inference_kv_cache_check_allows_a_near_tie_and_nothing_else():
-    """Cell 24: on a GPU the cached decode (one query) and the recomputation (every
+    """Cell 25: on a GPU the cached decode (one query) and the recomputation (every
     position) may take different attention kernels, so a greedy token may flip where the two
     best logits are within rounding; the lab accepts that and no other difference."""
-    source = _cell("inference_lab", 24)
+    source = _cell("inference_lab", 25)
     call = "greedy_agreement(\n    tokens_cached, tokens_plain, logits_after"
     assert call in source
     assert "assert kv_check.agree" in source and "torch.equal" not in source
 
 
 def test_inference_intensities_hold_whatever_attention_kernel_runs():
-    """Cell 27: decode under 1 FLOP/byte, prefill over 1, as ``gl.eager_cost`` counts them on
+    """Cell 28: decode under 1 FLOP/byte, prefill over 1, as ``gl.eager_cost`` counts them on
     the device the GPT runs on. Only attention differs between devices: on a CPU torch's
     FLOP counter does not count its fused kernel, on a GPU it counts the memory-efficient,
     flash or cuDNN kernel, and each kernel reads and writes other tensors. So the claim is
@@ -479,13 +494,12 @@ def test_inference_intensities_hold_whatever_attention_kernel_runs():
 
     for op in ("_scaled_dot_product_efficient_attention", "_scaled_dot_product_flash_attention"):
         assert getattr(torch.ops.aten, op) in flop_registry  # a GPU's attention is counted
-    ns = _tiny_gpt()
     torch.manual_seed(0)
-    gpt = ns["TinyGPT"]().eval()
-    heads, head_dim, prompt_len = ns["N_HEADS"], ns["HEAD_DIM"], 32  # the lab's PROMPT_LEN
-    prompt = torch.randint(0, ns["VOCAB"], (1, prompt_len))
+    gpt = _tiny_gpt().eval()
+    heads, head_dim, prompt_len = gpt.heads, gpt.head_dim, 32  # the lab's PROMPT_LEN
+    prompt = torch.randint(0, TINY_GPT["vocab"], (1, prompt_len))
     with torch.inference_mode():
-        cache = ns["new_cache"](1)
+        cache = gpt.new_cache(1)
         costs = {"prefill": gl.eager_cost(lambda: gpt(prompt, cache, 0)),
                  "decode": gl.eager_cost(lambda: gpt(prompt[:, -1:], cache, prompt_len))}
         shapes = {"prefill": (prompt_len, prompt_len), "decode": (1, prompt_len + 1)}
@@ -498,7 +512,7 @@ def test_inference_intensities_hold_whatever_attention_kernel_runs():
                     q, k, v, is_causal=causal))
             attn_flops = 4 * heads * s_q * s_k * head_dim  # QK^T and PV, as torch counts them
             flops, total_bytes = costs[phase]
-            layers = ns["N_LAYERS"]
+            layers = gpt.layers
             intensity[phase] = [
                 (flops + counted * layers * attn_flops)
                 / (total_bytes + (scale - 1) * layers * attn_bytes)
@@ -615,10 +629,10 @@ LOAD_S_PER_SAMPLE = 3e-5  # the capstone's slow data set
 
 @pytest.mark.parametrize("call_s", CALL_S)
 def test_capstone_bottleneck_is_forward_and_backward_on_a_gpu(capstone_calls, call_s):
-    """Cell 9: the profile names forward+backward, by host time. On a GPU the baseline
+    """Cell 11: the profile names forward+backward, by host time. On a GPU the baseline
     launches every sample's forward and backward, 64 of them per step, while loading a batch
     waits 30 µs a sample (doubled for the loader's own work, as the CPU profile shows)."""
-    assert _claim_condition("capstone_lab", 9) == "bottleneck == 'forward+backward'"
+    assert _claim_condition("capstone_lab", 11) == "bottleneck == 'forward+backward'"
     per_sample, _, _ = capstone_calls
     forward_backward = 64 * per_sample * call_s
     load = 2 * 64 * LOAD_S_PER_SAMPLE
@@ -628,9 +642,9 @@ def test_capstone_bottleneck_is_forward_and_backward_on_a_gpu(capstone_calls, ca
 
 @pytest.mark.parametrize("call_s", CALL_S)
 def test_capstone_total_speedup_reaches_3x_on_a_gpu(capstone_calls, call_s):
-    """Cell 34: at least 3x over the baseline once the loop calls once per batch of 64
+    """Cell 36: at least 3x over the baseline once the loop calls once per batch of 64
     (D1, D2) and logs once, even if the loading workers (D3) are reverted."""
-    assert _claim_condition("capstone_lab", 34) == "board.total_speedup >= 3"
+    assert _claim_condition("capstone_lab", 36) == "board.total_speedup >= 3"
     per_sample, per_batch, optimizer = capstone_calls
     load = 2 * 64 * LOAD_S_PER_SAMPLE
     baseline = 64 * (per_sample + 2) * call_s + optimizer * call_s + load

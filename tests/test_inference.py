@@ -176,12 +176,12 @@ def test_the_inference_labs_tiny_gpt_and_its_inputs_go_to_the_labs_device():
     threads = torch.get_num_threads()
     try:
         with contextlib.redirect_stdout(io.StringIO()):
-            exec(_lab_cell("class TinyGPT"), namespace)
+            exec(_lab_cell("gpt = TinyGPT("), namespace)
     finally:
         torch.set_num_threads(threads)  # the cell sets one thread for the rest of the lab
     assert {p.device.type for p in namespace["gpt"].parameters()} == {"meta"}
     assert namespace["prompt"].device.type == "meta"
-    assert namespace["new_cache"](1).device.type == "meta"
+    assert namespace["gpt"].new_cache(1).device.type == "meta"  # the cache follows the model
 
 
 def test_the_inference_labs_roofline_names_the_device_the_timings_ran_on():

@@ -162,6 +162,7 @@ def _plan(args: argparse.Namespace, labs: list[Path], costs: dict) -> int:
 
 
 def _stamp(args: argparse.Namespace) -> int:
+    from gpulab.course.collapsed import collapse_lab_machinery
     from gpulab.course.labs import stamp_setup_cells
     from gpulab.course.solutions import close_lab_solutions
 
@@ -175,6 +176,8 @@ def _stamp(args: argparse.Namespace) -> int:
     print(f"setup cells updated in {len(changed)} lab(s)")
     closed = close_lab_solutions(root)
     print(f"worked solutions closed in {len(closed)} lab(s)")
+    folded = collapse_lab_machinery(root)
+    print(f"setup cells and scripts collapsed in {len(folded)} lab(s)")
     return 0
 
 
@@ -256,7 +259,8 @@ def add_commands(sub) -> None:
     record.add_argument("--timeout", type=int, default=900, help="seconds per cell at most")
     stamp = sub.add_parser(
         "stamp",
-        help="(course) rewrite the labs' setup cells from _config.yml, close their solutions",
+        help="(course) rewrite the labs' setup cells from _config.yml, close their solutions, "
+        "collapse their setup cells and scripts",
     )
     stamp.add_argument("--root", default=".", help="the course repository root")
     student = sub.add_parser("student", help="(course) copies of the labs without solutions")

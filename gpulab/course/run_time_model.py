@@ -47,7 +47,8 @@ COMPILERS = ("triton", "numba", "inductor")
 #: learner's Triton kernel graded on the GPU; Numba kernels compiled for the GPU, directly, by
 #: ``ck.time_launch`` when it is handed a kernel function (a course kernel built in the call,
 #: or a matmul kernel given with its grid) rather than one compiled already, or by the kernel
-#: gym when it times them; a ``torch.compile`` call (Inductor).
+#: gym when it times them; a ``torch.compile`` call (Inductor), also through
+#: ``gpulab.labkit.launch_overhead.time_compiled``.
 COMPILE_SITES = {
     "triton": (r"\btk\.(?:vector_add|softmax|matmul|bias_gelu)\(", r"\bgrade_triton\("),
     "numba": (
@@ -56,7 +57,7 @@ COMPILE_SITES = {
         r"\bgrade_kernel\([^\n]*time_on_gpu=",
         r"@cuda\.jit\b",
     ),
-    "inductor": (r"\btorch\.compile\(",),
+    "inductor": (r"\btorch\.compile\(", r"\btime_compiled\("),
 }
 
 

@@ -25,6 +25,10 @@
 * :mod:`~gpulab.labkit.pytorch_launches`: what a line of PyTorch becomes, operators on the
   host and kernels on the GPU;
 * :mod:`~gpulab.labkit.wording`: counts from data worded as a person writes them.
+* :mod:`~gpulab.labkit.capstone`, :mod:`~gpulab.labkit.case_studies`,
+  :mod:`~gpulab.labkit.energy_report`, :mod:`~gpulab.labkit.launch_overhead`,
+  :mod:`~gpulab.labkit.parallel_reports`, :mod:`~gpulab.labkit.tiny_gpt`: the labs'
+  workloads, reports and verdicts, so that a lab cell shows the measurement and one call;
 * :mod:`~gpulab.labkit.calculators`, :mod:`~gpulab.labkit.svgchart`: the book's live
   calculators, declared once, and their charts (standard library only: they run in the
   reader's browser).
@@ -39,17 +43,22 @@ _MODULES = (
     "answers",
     "batch_sweep",
     "calculators",
+    "capstone",
+    "case_studies",
     "claims",
     "coalescing_plot",
     "corpus",
     "datasets",
+    "energy_report",
     "envs",
     "fusion_report",
     "lab_tables",
+    "launch_overhead",
     "launcher",
     "matmul_sweep",
     "memory_check",
     "networks",
+    "parallel_reports",
     "plotting",
     "pytorch_launches",
     "roofline_check",
@@ -59,6 +68,7 @@ _MODULES = (
     "simulated_stream",
     "speedup_claims",
     "svgchart",
+    "tiny_gpt",
     "trace_files",
     "trace_report",
     "training_loop",

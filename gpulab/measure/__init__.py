@@ -6,6 +6,8 @@
 * :mod:`~gpulab.measure.caches`: the device's last-level cache (a GPU's L2), for sizing;
 * :mod:`~gpulab.measure.cpu`: the CPU's cores, estimated peak and memory bandwidth;
 * :mod:`~gpulab.measure.bench`: timing done right (:func:`benchmark`, :func:`timer`);
+* :mod:`~gpulab.measure.interleaved`: two versions compared on a shared machine (interleaved
+  runs, the fastest of each);
 * :mod:`~gpulab.measure.bench_report`: the standard benchmark report (``python -m gpulab bench``);
 * :mod:`~gpulab.measure.energy`: energy from NVML or a labelled TDP estimate;
 * :mod:`~gpulab.measure.profiling`: where a profiled step's time went (:func:`region_times`);
@@ -30,6 +32,7 @@ _MODULES = (
     "energy",
     "gpu_trace",
     "hta_reading",
+    "interleaved",
     "profiling",
     "provenance",
     "toolchain",
