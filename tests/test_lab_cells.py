@@ -20,39 +20,6 @@ from gpulab.course.collapsed import (
 ROOT = Path(__file__).resolve().parents[1]
 LABS = sorted((ROOT / "notebooks").glob("*.ipynb"))
 
-#: Cells still over the limit, each named by its lab and its first line, to be slimmed in
-#: another branch of the same issue: when that branch is merged, this list is emptied (an
-#: entry whose cell is no longer long fails below, so a stale one cannot stay).
-PENDING = {
-    ("frameworks_lab", "import queue"),
-    ("frameworks_lab", "import tempfile"),
-    ("frameworks_lab", 'amp_name = "amp_fp16" if device.type == "cuda" else "amp_bf16"'),
-    ("frameworks_lab", "n_elem = gl.scale(cpu=2**22, gpu=2**26)"),
-    ("gpu_basics_lab", "# The sentence below is written from the numbers just measured, so it "
-                       "stays true when the"),
-    ("kernels_lab", 't4 = gl.get_spec("T4")'),
-    ("memory_bandwidth_lab", "import numpy as np"),
-    ("memory_bandwidth_lab", "# Elements per array: 128 MiB on a CPU; 1 GiB on a GPU, halved "
-                             "until 6 arrays take at most"),
-    ("memory_bandwidth_lab", "from IPython.display import Markdown, display"),
-    ("memory_bandwidth_lab", "bias = torch.randn(m, device=device)"),
-    ("memory_bandwidth_lab", "predicted_speedup = 5 / 3"),
-    ("minibatches_lab", "batch_sizes = [2**k for k in range(gl.scale(cpu=12, gpu=15))]  "
-                        "# CPU: 1..2048, GPU: 1..16384"),
-    ("minibatches_lab", 'fig, (ax_rate, ax_mem) = plt.subplots(1, 2, figsize=(11, 4), '
-                        'layout="constrained")'),
-    ("minibatches_lab", "from torch.utils.data import DataLoader"),
-    ("minibatches_lab", "def small_cnn():"),
-    ("minibatches_lab", "from IPython.display import Markdown, display"),
-    ("parallel_compute_lab", "import numpy as np"),
-    ("parallel_compute_lab", 'fp32 = {n: sweep["fp32", n].flops_per_s(gl.matmul_flops(n, n, n)) '
-                             'for f, n in sweep if f == "fp32"}'),
-    ("parallel_compute_lab", "# Written from the speed-ups just measured: which sizes lost, "
-                             "which won."),
-    ("parallel_compute_lab", "def round_to_tf32(t):"),
-}
-
-
 def _read(path: Path) -> dict:
     return json.loads(path.read_text(encoding="utf-8"))
 
@@ -67,21 +34,11 @@ def _first_line(cell: dict) -> str:
 def test_no_visible_code_cell_of_a_lab_is_long(lab):
     nb = _read(lab)
     long = [(i, n, _first_line(nb["cells"][i])) for i, n in long_visible_cells(nb)]
-    over = [f"cell {i} ({n} lines, {first!r})" for i, n, first in long
-            if (lab.stem, first) not in PENDING]  # fmt: skip
+    over = [f"cell {i} ({n} lines, {first!r})" for i, n, first in long]
     assert not over, (
         f"{lab.name}: visible code cells over {MAX_VISIBLE_LINES} non-blank lines: "
         + "; ".join(over) + " (move the machinery into the package)"
     )
-
-
-def test_every_pending_exception_names_a_cell_still_long():
-    still_long = set()
-    for lab in LABS:
-        nb = _read(lab)
-        still_long |= {(lab.stem, _first_line(nb["cells"][i])) for i, _ in long_visible_cells(nb)}
-    stale = sorted(PENDING - still_long)
-    assert not stale, f"slimmed or gone, remove from PENDING: {stale}"
 
 
 @pytest.mark.parametrize("lab", LABS, ids=[p.name for p in LABS])
