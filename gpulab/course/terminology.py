@@ -89,7 +89,7 @@ _HIDDEN = re.compile(
     r"(`+).+?\1"  # code
     r"|\$\$.+?\$\$|(?<![\\$])\$[^$\n]+?\$"  # math
     r"|https?://\S+"  # URLs
-    r"|\{[A-Za-z_][A-Za-z0-9_.:]*\}"  # format placeholders, {kernel}
+    r"|\{[A-Za-z_][A-Za-z0-9_.]*(?:![rsa])?(?::[^{}]*)?\}"  # placeholders, {kernel}, {u:.0%}
     r'|"[^"\n]*"',  # quotations and titles, kept as the source wrote them
     re.S,
 )
@@ -103,6 +103,8 @@ def prose(text: str) -> str:
     --------
     >>> prose('A {term}`warp` of `x` at $b$ per [byte](https://e.org) in "A Paper".')
     'A   of   at   per byte in  .'
+    >>> prose("At {utilisation:.0%} of {peak:,.0f} TFLOP/s.")
+    'At   of   TFLOP/s.'
     """
     text = _ROLE.sub(" ", text)
     text = _LINK.sub(lambda m: m.group("text"), text)
