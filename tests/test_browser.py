@@ -75,16 +75,12 @@ MATH_WIDGET_ASSET = re.compile(
 )
 RAW_TEX = ("\\(", "\\)", "\\[", "\\]", "$$", "\\begin{")
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
-# Uncaught errors that come from the tool chain itself, not from the book (checked by substring).
-KNOWN_PAGE_ERRORS = (
-    # sphinx-thebe 0.3 writes its `const THEBE_JS_URL = ...` config script twice per page under
-    # Jupyter Book 1; the second copy throws. Thebe (live code) is not used by this course.
-    "Identifier 'THEBE_JS_URL' has already been declared",
-)
-# Console errors from the tool chain, not the book: pydata-sphinx-theme (under
-# sphinx-book-theme) logs this on a reader's first page when no colour mode is stored yet
-# (Jupyter Book leaves the theme's default_mode empty), then stores "auto".
-KNOWN_CONSOLE_ERRORS = (*KNOWN_PAGE_ERRORS, "Got invalid theme mode: . Resetting to auto.")
+# Uncaught errors and console errors that come from the tool chain itself, not from the book
+# (checked by substring). None now: book/_ext/lean_pages.py leaves out sphinx-thebe's scripts
+# (which declared a constant twice) and starts the theme's colour mode as "auto" (it logged
+# "Got invalid theme mode" on a reader's first page).
+KNOWN_PAGE_ERRORS: tuple[str, ...] = ()
+KNOWN_CONSOLE_ERRORS: tuple[str, ...] = KNOWN_PAGE_ERRORS
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
@@ -319,9 +315,13 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
         report.math_untypeset = math["untypeset"]
         report.math_tex_errors = math["errors"]
 
-        # Widgets saved in the notebook: each view must become a rendered widget.
+        # Widgets saved in the notebook: each view must become a rendered widget. The widget
+        # manager loads when the first widget comes near the screen (lean_pages.py): scroll there.
         report.widget_views = page.locator(WIDGET_VIEW).count()
         if report.widget_views:
+            page.evaluate(
+                "(sel) => document.querySelector(sel).parentElement.scrollIntoView()", WIDGET_VIEW
+            )
             try:
                 page.wait_for_function(f"() => ({_WIDGETS_RENDERED_JS})() >= {report.widget_views}")
             except PlaywrightTimeoutError:

@@ -23,8 +23,9 @@
   }
   // @jupyter-widgets/base 6 typesets widget labels with the MathJax 2 call
   // MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]), which throws under MathJax 3.
-  // Deferred scripts (MathJax) have run by DOMContentLoaded; widgets render on "load".
-  document.addEventListener("DOMContentLoaded", function () {
+  // Deferred scripts (MathJax) have run by DOMContentLoaded; widgets render on "load". On a
+  // page that loads the widget manager later (book/_ext/static/widget-loader.js), now.
+  function shimMathJax() {
     var mj = window.MathJax;
     if (!mj || !mj.version || mj.Hub || typeof mj.typesetPromise !== "function") return;
     mj.Hub = {
@@ -40,5 +41,7 @@
         });
       },
     };
-  });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", shimMathJax);
+  else shimMathJax();
 })();
