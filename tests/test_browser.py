@@ -247,6 +247,13 @@ _WAIT_MATHJAX_JS = f"""
 }}
 """
 
+_SCROLL_TO_MATH_JS = """
+() => {
+  const first = document.querySelector("span.math, div.math");
+  if (first) first.scrollIntoView();
+}
+"""
+
 _IMAGES_JS = f"""
 async () => {{
   const imgs = Array.from(document.images);
@@ -296,9 +303,11 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
     try:
         page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
 
-        # Math: wait until MathJax has typeset the page (it is loaded where there is math).
+        # Math: wait until MathJax has typeset the page (it is loaded where there is math, when
+        # the first formula nears the screen: lean_pages.py; scroll there).
         has_math_elements = page.locator("span.math, div.math").count() > 0
         if report.source_has_math or has_math_elements:
+            page.evaluate(_SCROLL_TO_MATH_JS)
             try:
                 page.wait_for_function(
                     "() => window.MathJax && window.MathJax.startup"

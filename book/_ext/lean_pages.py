@@ -11,11 +11,15 @@ run after all of them, trims each page (``tests/test_lean_pages.py``,
   the search box sends the reader (the theme's search-as-you-type is off).
 * **Thebe** (live code through a remote kernel) is not used by the course: its scripts, which
   also declared the same constant twice (a console error on every page), are left out.
-* **Math**: MathJax loads only on a page that has math in it.
+* **Math**: MathJax (1.3 MB) only on a page with math in it, loaded by ``lazy-loader.js`` after
+  the page has loaded, when the first formula comes within a screen of view (it then typesets
+  the whole page); a page whose only math is in cell outputs loads it right after loading.
 * **Widgets**: on a lab page with recorded ipywidgets, the widget manager (4.4 MB, with
-  RequireJS and ``offline-glue/``) is loaded by ``widget-loader.js`` after the page has
-  loaded, when the first widget comes near the screen; pages without widgets never load it.
+  RequireJS and ``offline-glue/``) is loaded the same way, when the first widget comes near;
+  pages without widgets never load it.
 * **Images** after the first load when the reader scrolls to them (``loading="lazy"``).
+* **Render-blocking scripts**: Sphinx's and the theme's small scripts in the head
+  (:data:`DEFERRED`) run deferred, after the page is parsed, as they wait for that anyway.
 * Each script appears once (two extensions add sphinx-togglebutton's setting twice).
 """
 
@@ -30,7 +34,20 @@ from markupsafe import Markup
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
 TEMPLATES = HERE / "templates"
-WIDGET_LOADER = "widget-loader.js"
+LAZY_LOADER = "lazy-loader.js"
+#: Head scripts that only act once the page is parsed: loaded with ``defer``, in their order.
+DEFERRED = (
+    "doctools.js",
+    "sphinx_highlight.js",
+    "clipboard.min.js",
+    "copybutton.js",
+    "sphinx-book-theme.js",
+    "togglebutton.js",
+    "design-tabs.js",
+)
+#: Where the lazy loader looks for what needs MathJax and the widget manager.
+MATH_SELECTOR = "span.math, div.math"
+WIDGET_SELECTOR = 'script[type="application/vnd.jupyter.widget-view+json"]'
 #: The script tag of the theme's Font Awesome build, in its preload macro.
 _FONTAWESOME_TAG = re.compile(
     r"[ \t]*<!--[^>]*-->\s*<script defer src=\"[^\"]*fontawesome\.js[^\"]*\"></script>\s*"
@@ -49,12 +66,12 @@ def _body_of(script) -> str:
     return str((getattr(script, "attributes", None) or {}).get("body", ""))
 
 
-def lean_scripts(scripts: list, *, has_math: bool, widget_scripts: list[str]) -> list:
-    """``scripts`` without Thebe's, MathJax's on a page without math, the widget manager's and
-    repeats.
+def lean_scripts(scripts: list, *, widget_scripts: list[str]) -> list:
+    """``scripts`` without Thebe's, MathJax's, the widget manager's and repeats (the two heavy
+    ones come back through the lazy loader).
 
-    >>> lean_scripts(["a.js", "sphinx-thebe.js", "a.js", "../mathjax/tex.js"],
-    ...              has_math=False, widget_scripts=[])
+    >>> lean_scripts(["a.js", "sphinx-thebe.js", "a.js", "../mathjax/tex.js", "w.js"],
+    ...              widget_scripts=["w.js"])
     ['a.js']
     """
     kept, seen = [], set()
@@ -63,13 +80,20 @@ def lean_scripts(scripts: list, *, has_math: bool, widget_scripts: list[str]) ->
         key = (name, body)
         if key in seen or "sphinx-thebe" in name or "THEBE_JS_URL" in body:
             continue
-        if not has_math and ("mathjax" in name.lower() or body.startswith("window.MathJax")):
-            continue
-        if name in widget_scripts or name.removeprefix("_static/") in widget_scripts:
+        if "mathjax" in name.lower() or name.removeprefix("_static/") in widget_scripts:
             continue
         seen.add(key)
         kept.append(script)
     return kept
+
+
+def deferred(script):
+    """``script`` loaded with ``defer`` if it is one of :data:`DEFERRED` (and loads at once)."""
+    name = _filename(script).rsplit("/", 1)[-1]
+    attributes = dict(getattr(script, "attributes", None) or {})
+    if name not in DEFERRED or "defer" in attributes or "async" in attributes:
+        return script
+    return type(script)(script.filename, priority=script.priority, **attributes, defer="defer")
 
 
 def has_math(body: str) -> bool:
@@ -112,20 +136,31 @@ def _page(app, pagename, templatename, context, doctree) -> None:
         if hasattr(app.config, "nb_ipywidgets_js")
         else []
     )
-    loads_widgets = any(
-        _filename(s).removeprefix("_static/") in widget_js for s in context["script_files"]
-    )
-    context["script_files"][:] = lean_scripts(
-        context["script_files"], has_math=has_math(body), widget_scripts=widget_js
-    )
+    scripts = context["script_files"]
+    loads_widgets = any(_filename(s).removeprefix("_static/") in widget_js for s in scripts)
+    mathjax = [_filename(s) for s in scripts if "mathjax" in _filename(s).lower()]
+    math = has_math(body)
+    scripts[:] = [deferred(s) for s in lean_scripts(scripts, widget_scripts=widget_js)]
+    if not math:
+        scripts[:] = [s for s in scripts if not _body_of(s).startswith("window.MathJax")]
+    pathto = context["pathto"]
+    math_urls = [pathto(name, 1) for name in mathjax] if math else []
+    if math_urls:
+        _lazy(app, math_urls, MATH_SELECTOR)
     if loads_widgets and _WIDGET_VIEW in body:
-        urls = [context["pathto"]("_static/" + name, 1) for name in widget_js]
-        app.add_js_file(WIDGET_LOADER, loading_method="defer", **{"data-scripts": json.dumps(urls)})
+        # MathJax first where there is math: the offline glue adapts widgets to it.
+        urls = math_urls + [pathto("_static/" + name, 1) for name in widget_js]
+        _lazy(app, urls, WIDGET_SELECTOR, **{"data-widgets": ""})
     context["css_files"][:] = [
         css for css in context["css_files"] if "sphinx-thebe" not in _filename(css)
     ]
     if body:
         context["body"] = lazy_images(body)
+
+
+def _lazy(app, urls: list[str], near: str, **attributes: str) -> None:
+    attributes = {"data-scripts": json.dumps(urls), "data-near": near, **attributes}
+    app.add_js_file(LAZY_LOADER, loading_method="defer", **attributes)
 
 
 def _paths(app, config) -> None:
