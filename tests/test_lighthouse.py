@@ -11,11 +11,11 @@ course.py install`` installs it with ``npm ci``) in Debian's Chromium with its m
 
 Each page must score 100 in accessibility, best practices and SEO, and at least
 :data:`PERFORMANCE_MIN` in performance (that test is marked as an expected failure until the
-pages reach it; its scores are printed either way). The performance score depends on how busy the machine
-is (the simulation scales the main thread's measured work), and load only lowers it: a page
-below the bar is measured again, up to :data:`PERFORMANCE_TRIES` times in all, and its best
-score counts. A page also stays under its weight: what Chromium loads before any interaction,
-uncompressed (:data:`CHAPTER_MAX_BYTES`, :data:`LAB_MAX_BYTES`).
+pages reach it; its scores are printed either way). The performance score depends on how
+busy the machine is (the simulation scales the main thread's measured work), and load only
+lowers it: a page below the bar is measured again, up to :data:`PERFORMANCE_TRIES` times in
+all, and its best score counts. A page also stays under its weight: what Chromium loads
+before any interaction, uncompressed (:data:`CHAPTER_MAX_BYTES`, :data:`LAB_MAX_BYTES`).
 
 The server compresses text (gzip, as GitHub Pages and other static hosts do); the weight
 limits are on the uncompressed bytes, which are what the phone parses. Off-host requests fail
@@ -323,3 +323,38 @@ def test_the_check_fails_a_page_that_falls_short() -> None:
     assert "meta-description" in problems("book/x.html", seo)[0]
     assert "over 1,200,000" in problems("book/x.html", {**good, "uncompressed_bytes": 1_300_000})[0]
     assert problems("notebooks/x.html", {**good, "uncompressed_bytes": 1_300_000}) == []
+
+
+def test_course_py_installs_lighthouse_from_the_lockfile_once(
+    course_module, tmp_path, monkeypatch, capsys
+) -> None:
+    folder = tmp_path / "lighthouse"
+    folder.mkdir()
+    (folder / "package-lock.json").write_text('{"lockfileVersion": 3}', encoding="utf-8")
+    calls = []
+
+    def fake_run(cmd, timeout, check=True, **kwargs):
+        calls.append([str(c) for c in cmd])
+        (folder / "node_modules").mkdir(exist_ok=True)
+        return 0
+
+    monkeypatch.setattr(course_module, "ROOT", tmp_path)
+    monkeypatch.setattr(course_module, "run", fake_run)
+    monkeypatch.setattr(course_module.shutil, "which", lambda name: None)
+    assert course_module.ensure_lighthouse(folder) is False and calls == []
+    assert "npm is not installed" in capsys.readouterr().out
+
+    monkeypatch.setattr(course_module.shutil, "which", lambda name: f"/usr/bin/{name}")
+    assert course_module.ensure_lighthouse(folder) is True
+    assert calls == [["/usr/bin/npm", "ci", "--no-audit", "--no-fund", "--ignore-scripts"]]
+    assert course_module.ensure_lighthouse(folder) is False and len(calls) == 1  # stamped
+    (folder / "package-lock.json").write_text('{"lockfileVersion": 3, "x": 1}', encoding="utf-8")
+    assert course_module.ensure_lighthouse(folder) is True and len(calls) == 2
+
+
+def test_the_pinned_lighthouse_is_12_2(course_module) -> None:
+    """Lighthouse 13 needs a newer Node than Debian's: the lockfile pins a 12.2 release."""
+    lock = json.loads((LIGHTHOUSE_DIR / "package-lock.json").read_text(encoding="utf-8"))
+    version = lock["packages"]["node_modules/lighthouse"]["version"]
+    assert version.startswith("12.2."), version
+    assert course_module.LIGHTHOUSE_DIR == LIGHTHOUSE_DIR
