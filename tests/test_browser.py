@@ -30,6 +30,7 @@ when ``GPULAB_REQUIRE_BROWSER=1`` (CI). ``GPULAB_CHROMIUM`` may name another exe
 from __future__ import annotations
 
 import functools
+import html as html_text
 import http.server
 import json
 import os
@@ -209,6 +210,7 @@ class PageReport:
     images_broken: list[str] = field(default_factory=list)
     widget_views: int = 0
     widgets_rendered: int = 0
+    unnamed_controls: list[str] = field(default_factory=list)  # widget inputs with no name
     console_errors: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # absolute hrefs of every <a> on the page
     colab_links: list[str] = field(default_factory=list)
@@ -270,6 +272,16 @@ async () => {{
                 .map((img) => img.currentSrc || img.src || img.outerHTML.slice(0, 120)),
   }};
 }}
+"""
+
+# Rendered widget controls a screen reader could not name (no label, aria-label or labelledby).
+_UNNAMED_CONTROLS_JS = """
+() => Array.from(document.querySelectorAll(
+    '.jupyter-widgets [role="slider"], .jupyter-widgets input, .jupyter-widgets select, '
+    + '.jupyter-widgets textarea'))
+  .filter((c) => !c.getAttribute("aria-label") && !c.getAttribute("aria-labelledby")
+                 && !(c.labels && c.labels.length && c.labels[0].textContent.trim()))
+  .map((c) => c.outerHTML.slice(0, 100))
 """
 
 _WIDGETS_RENDERED_JS = (
@@ -336,6 +348,7 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
             except PlaywrightTimeoutError:
                 pass
             report.widgets_rendered = page.evaluate(f"({_WIDGETS_RENDERED_JS})")
+            report.unnamed_controls = page.evaluate(_UNNAMED_CONTROLS_JS)
 
         images = page.evaluate(_IMAGES_JS)
         report.images_total = images["total"]
@@ -586,12 +599,24 @@ def recorded_widget_views(notebook: Path) -> int:
     )
 
 
+_MATH_LOADER = re.compile(r'<script data-near="span\.math, div\.math" data-scripts="([^"]*)"')
+
+
 def _widget_fixture_html(template: str, root: Path, state: dict, views: list[dict]) -> str:
-    """A built lab page with recorded widgets added as myst-nb writes them."""
+    """A built lab page with recorded widgets added as myst-nb and lean_pages.py write them:
+    the widget state, and the lazy loader of the widget scripts (MathJax first where the page
+    has math)."""
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     widget_js = config["sphinx"]["config"]["nb_ipywidgets_js"]  # paths relative to _static/
     head = f'<script type="application/vnd.jupyter.widget-state+json">{json.dumps(state)}</script>'
-    head += "".join(f'<script src="../_static/{path}"></script>' for path in widget_js)
+    math = _MATH_LOADER.search(template)
+    urls = json.loads(html_text.unescape(math.group(1))) if math else []
+    urls += [f"../_static/{path}" for path in widget_js]
+    near, scripts = html_text.escape(WIDGET_VIEW), html_text.escape(json.dumps(urls))
+    head += (
+        f'<script data-near="{near}" data-scripts="{scripts}" data-widgets="" defer="defer"'
+        ' src="../_static/lazy-loader.js"></script>'
+    )
     body = "".join(
         f'<div class="cell_output"><script type="{WIDGET_VIEW_MIME}">{json.dumps(v)}</script></div>'
         for v in views
@@ -759,6 +784,15 @@ def _widget_problems(reports: dict[str, PageReport], pages: list[BookPage]) -> l
 
 def test_widgets_render(reports: dict[str, PageReport], pages: list[BookPage], screenshots) -> None:
     _fail_if(_widget_problems(reports, pages), "ipywidgets that did not render", screenshots)
+
+
+def test_every_rendered_widget_control_has_an_accessible_name(
+    reports: dict[str, PageReport], screenshots
+) -> None:
+    """ipywidgets 8 leaves a slider's handle unnamed; the lazy loader names it from the widget's
+    visible description (book/_ext/static/lazy-loader.js)."""
+    unnamed = [f"{r.rel}: {c}" for r in reports.values() for c in r.unnamed_controls]
+    _fail_if(unnamed, "widget controls without an accessible name", screenshots)
 
 
 def test_widget_check_passes_a_rendered_widget_and_fails_a_broken_one(

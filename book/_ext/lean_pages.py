@@ -46,6 +46,7 @@ DEFERRED = (
     "sphinx-book-theme.js",
     "togglebutton.js",
     "design-tabs.js",
+    "translations.js",  # the Chinese edition's: it calls doctools.js, so it follows it
 )
 #: Where the lazy loader looks for what needs MathJax and the widget manager.
 MATH_SELECTOR = "span.math, div.math"

@@ -2,7 +2,8 @@
 
 * ``<meta name="description">``: the page's first paragraph of prose (a chapter's "You will
   learn ...", a lab's opening sentence), in the edition's language, cut at a word boundary
-  to at most :data:`DESCRIPTION_CHARS` characters.
+  to at most :data:`DESCRIPTION_CHARS` characters; a page with no prose (the references) gets
+  its title and the book's.
 * An icon (``static/favicon.svg``), so that browsers do not ask for a missing
   ``/favicon.ico``.
 * The published address: a canonical URL and ``hreflang`` alternates for the English and the
@@ -134,7 +135,10 @@ def _head(app, pagename, templatename, context, doctree) -> None:
     if doctree is None:
         return
     tags = []
-    description = shorten(first_paragraph(doctree))
+    # A page with no prose (the references) is described by its title and the book's.
+    title = re.sub(r"<[^>]+>", "", html.unescape(str(context.get("title", "")))).strip()
+    fallback = f"{title} — {app.config.project}" if title else str(app.config.project)
+    description = shorten(first_paragraph(doctree) or fallback)
     if description:
         tags.append(f'<meta name="description" content="{html.escape(description)}" />')
     base = _base(app)
