@@ -137,7 +137,8 @@ def _head(app, pagename, templatename, context, doctree) -> None:
     tags = []
     # A page with no prose (the references) is described by its title and the book's.
     title = re.sub(r"<[^>]+>", "", html.unescape(str(context.get("title", "")))).strip()
-    fallback = f"{title} — {app.config.project}" if title else str(app.config.project)
+    book = str(app.config.html_title or app.config.project)
+    fallback = f"{title} — {book}" if title else book
     description = shorten(first_paragraph(doctree) or fallback)
     if description:
         tags.append(f'<meta name="description" content="{html.escape(description)}" />')
