@@ -13,8 +13,8 @@ Each page must score 100 in accessibility, best practices and SEO, and at least
 :data:`PERFORMANCE_MIN` in performance (that test is marked as an expected failure until the
 pages reach it; its scores are printed either way). The performance score depends on how
 busy the machine is (the simulation scales the main thread's measured work), and load only
-lowers it: a page below the bar is measured again, up to :data:`PERFORMANCE_TRIES` times in
-all, and its best score counts. A page also stays under its weight: what Chromium loads
+lowers it: a page just below the bar (within :data:`RETRY_WITHIN` points) is measured again,
+up to :data:`PERFORMANCE_TRIES` times in all, and its best score counts. A page also stays under its weight: what Chromium loads
 before any interaction, uncompressed (:data:`CHAPTER_MAX_BYTES`, :data:`LAB_MAX_BYTES`).
 
 The server compresses text (gzip, as GitHub Pages and other static hosts do); the weight
@@ -60,6 +60,8 @@ SAMPLE = ("book/memory_bandwidth.html", "notebooks/distributed_lab.html", "zh/bo
 CATEGORIES = ("performance", "accessibility", "best-practices", "seo")
 PERFORMANCE_MIN = 90
 PERFORMANCE_TRIES = 2
+#: Only a score this close below the bar is measured again.
+RETRY_WITHIN = 10
 #: Uncompressed bytes a page loads before any interaction (1.2 MB, 1.5 MB).
 CHAPTER_MAX_BYTES = 1_200_000
 LAB_MAX_BYTES = 1_500_000
@@ -211,7 +213,9 @@ def audit_page(command: list[str], base_url: str, rel: str) -> dict[str, Any]:
     runs = []
     for _ in range(PERFORMANCE_TRIES):
         runs.append(run_lighthouse(command, f"{base_url}/{rel}", ARTIFACTS / f"{name}.json"))
-        if runs[-1]["scores"]["performance"] >= PERFORMANCE_MIN:
+        score = runs[-1]["scores"]["performance"]
+        # Noise moves the score by a few points: a page far below the bar is not run again.
+        if score >= PERFORMANCE_MIN or score < PERFORMANCE_MIN - RETRY_WITHIN:
             break
     best = max(runs, key=lambda r: r["scores"]["performance"])
     result = {**runs[0], "performance_runs": [r["scores"]["performance"] for r in runs]}
