@@ -14,8 +14,9 @@ Each page must score 100 in accessibility, best practices and SEO, and at least
 pages reach it; its scores are printed either way). The performance score depends on how
 busy the machine is (the simulation scales the main thread's measured work), and load only
 lowers it: a page just below the bar (within :data:`RETRY_WITHIN` points) is measured again,
-up to :data:`PERFORMANCE_TRIES` times in all, and its best score counts. A page also stays under its weight: what Chromium loads
-before any interaction, uncompressed (:data:`CHAPTER_MAX_BYTES`, :data:`LAB_MAX_BYTES`).
+up to :data:`PERFORMANCE_TRIES` times in all, and its best score counts. A page also stays
+under its weight: what Chromium loads before any interaction, uncompressed
+(:data:`CHAPTER_MAX_BYTES`, :data:`LAB_MAX_BYTES`).
 
 The server compresses text (gzip, as GitHub Pages and other static hosts do); the weight
 limits are on the uncompressed bytes, which are what the phone parses. Off-host requests fail
