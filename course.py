@@ -10,6 +10,9 @@
     python3 course.py translations             # refresh the Chinese edition's catalogues
                                                # (locale/zh_CN) from the English sources
 
+    python3 course.py lighthouse               # Lighthouse on every page of both editions
+                                               # (the test suite checks three of them)
+
     python3 course.py build --solutions-open   # instructors' copy, every worked solution
                                                # expanded: _build/instructor/_build/html
 
@@ -79,6 +82,10 @@ BUILD_TIMEOUT_S = 1800
 BUILD_CACHE = ROOT / "_build" / ".jupyter_cache"
 CACHE_INPUTS = ("gpulab", "notebooks", "results", "_config.yml")
 TEST_TIMEOUT_S = 3600
+# npm's Lighthouse for tests/test_lighthouse.py (package.json and lockfile there).
+LIGHTHOUSE_DIR = ROOT / "tests" / "lighthouse"
+LIGHTHOUSE_STAMP_NAME = ".gpulab-lockfile.sha256"
+LIGHTHOUSE_TEST = "tests/test_lighthouse.py"
 PROBE_TIMEOUT_S = 120
 IMPORT_PROBE_TIMEOUT_S = 300  # a first ``import torch`` can take minutes on a cold disk
 # pytest-xdist: one worker per core. Which tests share a worker (the book build and the
@@ -260,10 +267,11 @@ def ensure_venv(path: Path = VENV, create: Callable[[Path, bool], None] = create
 
 def run(cmd: list[str | Path], timeout: int, check: bool = True, **kwargs) -> int:
     env = dict(os.environ, **kwargs.pop("env", {}))
+    cwd = kwargs.pop("cwd_override", ROOT)
     bin_dir = str(Path(cmd[0]).parent)
     env["PATH"] = bin_dir + os.pathsep + env.get("PATH", "")  # kernels find this env's python
     try:
-        proc = subprocess.run([str(c) for c in cmd], cwd=ROOT, env=env, timeout=timeout, **kwargs)
+        proc = subprocess.run([str(c) for c in cmd], cwd=cwd, env=env, timeout=timeout, **kwargs)
     except subprocess.TimeoutExpired:
         sys.exit(f"[course] gave up after {timeout} s: {' '.join(map(str, cmd))}")
     if check and proc.returncode != 0:
@@ -420,7 +428,32 @@ def ensure_environment() -> Path:
     env = choose_environment()
     python = env.python if env.python is not None else ensure_venv(VENV)
     ensure_requirements(python, env.prefix / STAMP_NAME)
+    ensure_lighthouse()
     return python
+
+
+def ensure_lighthouse(folder: Path = LIGHTHOUSE_DIR) -> bool:
+    """Install npm's Lighthouse for tests/test_lighthouse.py (``npm ci`` from its lockfile).
+
+    Skipped, with a sentence, where npm is missing (the test then skips, or fails in CI); done
+    again only when the lockfile changes. Returns whether it installed.
+    """
+    lock = folder / "package-lock.json"
+    stamp = folder / "node_modules" / LIGHTHOUSE_STAMP_NAME
+    digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else ""
+    if not digest or (stamp.is_file() and stamp.read_text().strip() == digest):
+        return False
+    npm = shutil.which("npm")
+    if npm is None:
+        say("npm is not installed: the Lighthouse check is skipped (Debian: apt-get install npm)")
+        return False
+    say(f"installing Lighthouse for the page check (npm ci in {folder.relative_to(ROOT)})")
+    command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"]
+    if run(command, INSTALL_TIMEOUT_S, check=False, cwd_override=folder) != 0:
+        say("npm ci failed: the Lighthouse check will be skipped (or fail in CI)")
+        return False
+    stamp.write_text(digest + "\n")
+    return True
 
 
 # --------------------------------------------------------------------------- commands
@@ -737,12 +770,21 @@ def test(python: Path, pytest_args: list[str]) -> int:
     return run(pytest_command(python, pytest_args), TEST_TIMEOUT_S, check=False)
 
 
+def lighthouse(python: Path) -> int:
+    """Lighthouse on every page of _toc.yml in both editions (the suite checks a sample)."""
+    say("building the book and running Lighthouse on every page (both editions)")
+    command = [python, "-m", "pytest", "-n", "0", LIGHTHOUSE_TEST, "-s"]
+    return run(command, TEST_TIMEOUT_S, check=False, env={"GPULAB_LIGHTHOUSE": "all"})
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
     """The command and its options; for ``test``, everything after it is pytest's."""
     parser = argparse.ArgumentParser(
         prog="course.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
-    parser.add_argument("command", choices=("build", "test", "install", "translations"))
+    parser.add_argument(
+        "command", choices=("build", "test", "install", "translations", "lighthouse")
+    )
     parser.add_argument(
         "--edition",
         choices=EDITIONS,
@@ -779,6 +821,8 @@ def main(argv: list[str] | None = None) -> int:
         return update_translations(python)
     if args.command == "test":
         return test(python, args.pytest_args)
+    if args.command == "lighthouse":
+        return lighthouse(python)
     return 0
 
 

@@ -30,6 +30,7 @@ when ``GPULAB_REQUIRE_BROWSER=1`` (CI). ``GPULAB_CHROMIUM`` may name another exe
 from __future__ import annotations
 
 import functools
+import html as html_text
 import http.server
 import json
 import os
@@ -75,16 +76,12 @@ MATH_WIDGET_ASSET = re.compile(
 )
 RAW_TEX = ("\\(", "\\)", "\\[", "\\]", "$$", "\\begin{")
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
-# Uncaught errors that come from the tool chain itself, not from the book (checked by substring).
-KNOWN_PAGE_ERRORS = (
-    # sphinx-thebe 0.3 writes its `const THEBE_JS_URL = ...` config script twice per page under
-    # Jupyter Book 1; the second copy throws. Thebe (live code) is not used by this course.
-    "Identifier 'THEBE_JS_URL' has already been declared",
-)
-# Console errors from the tool chain, not the book: pydata-sphinx-theme (under
-# sphinx-book-theme) logs this on a reader's first page when no colour mode is stored yet
-# (Jupyter Book leaves the theme's default_mode empty), then stores "auto".
-KNOWN_CONSOLE_ERRORS = (*KNOWN_PAGE_ERRORS, "Got invalid theme mode: . Resetting to auto.")
+# Uncaught errors and console errors that come from the tool chain itself, not from the book
+# (checked by substring). None now: book/_ext/lean_pages.py leaves out sphinx-thebe's scripts
+# (which declared a constant twice) and starts the theme's colour mode as "auto" (it logged
+# "Got invalid theme mode" on a reader's first page).
+KNOWN_PAGE_ERRORS: tuple[str, ...] = ()
+KNOWN_CONSOLE_ERRORS: tuple[str, ...] = KNOWN_PAGE_ERRORS
 WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 
 
@@ -213,6 +210,7 @@ class PageReport:
     images_broken: list[str] = field(default_factory=list)
     widget_views: int = 0
     widgets_rendered: int = 0
+    unnamed_controls: list[str] = field(default_factory=list)  # widget inputs with no name
     console_errors: list[str] = field(default_factory=list)
     links: list[str] = field(default_factory=list)  # absolute hrefs of every <a> on the page
     colab_links: list[str] = field(default_factory=list)
@@ -251,6 +249,13 @@ _WAIT_MATHJAX_JS = f"""
 }}
 """
 
+_SCROLL_TO_MATH_JS = """
+() => {
+  const first = document.querySelector("span.math, div.math");
+  if (first) first.scrollIntoView();
+}
+"""
+
 _IMAGES_JS = f"""
 async () => {{
   const imgs = Array.from(document.images);
@@ -267,6 +272,16 @@ async () => {{
                 .map((img) => img.currentSrc || img.src || img.outerHTML.slice(0, 120)),
   }};
 }}
+"""
+
+# Rendered widget controls a screen reader could not name (no label, aria-label or labelledby).
+_UNNAMED_CONTROLS_JS = """
+() => Array.from(document.querySelectorAll(
+    '.jupyter-widgets [role="slider"], .jupyter-widgets input, .jupyter-widgets select, '
+    + '.jupyter-widgets textarea'))
+  .filter((c) => !c.getAttribute("aria-label") && !c.getAttribute("aria-labelledby")
+                 && !(c.labels && c.labels.length && c.labels[0].textContent.trim()))
+  .map((c) => c.outerHTML.slice(0, 100))
 """
 
 _WIDGETS_RENDERED_JS = (
@@ -300,9 +315,11 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
     try:
         page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
 
-        # Math: wait until MathJax has typeset the page (it is loaded where there is math).
+        # Math: wait until MathJax has typeset the page (it is loaded where there is math, when
+        # the first formula nears the screen: lean_pages.py; scroll there).
         has_math_elements = page.locator("span.math, div.math").count() > 0
         if report.source_has_math or has_math_elements:
+            page.evaluate(_SCROLL_TO_MATH_JS)
             try:
                 page.wait_for_function(
                     "() => window.MathJax && window.MathJax.startup"
@@ -319,14 +336,19 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
         report.math_untypeset = math["untypeset"]
         report.math_tex_errors = math["errors"]
 
-        # Widgets saved in the notebook: each view must become a rendered widget.
+        # Widgets saved in the notebook: each view must become a rendered widget. The widget
+        # manager loads when the first widget comes near the screen (lean_pages.py): scroll there.
         report.widget_views = page.locator(WIDGET_VIEW).count()
         if report.widget_views:
+            page.evaluate(
+                "(sel) => document.querySelector(sel).parentElement.scrollIntoView()", WIDGET_VIEW
+            )
             try:
                 page.wait_for_function(f"() => ({_WIDGETS_RENDERED_JS})() >= {report.widget_views}")
             except PlaywrightTimeoutError:
                 pass
             report.widgets_rendered = page.evaluate(f"({_WIDGETS_RENDERED_JS})")
+            report.unnamed_controls = page.evaluate(_UNNAMED_CONTROLS_JS)
 
         images = page.evaluate(_IMAGES_JS)
         report.images_total = images["total"]
@@ -577,12 +599,24 @@ def recorded_widget_views(notebook: Path) -> int:
     )
 
 
+_MATH_LOADER = re.compile(r'<script data-near="span\.math, div\.math" data-scripts="([^"]*)"')
+
+
 def _widget_fixture_html(template: str, root: Path, state: dict, views: list[dict]) -> str:
-    """A built lab page with recorded widgets added as myst-nb writes them."""
+    """A built lab page with recorded widgets added as myst-nb and lean_pages.py write them:
+    the widget state, and the lazy loader of the widget scripts (MathJax first where the page
+    has math)."""
     config = yaml.safe_load((root / "_config.yml").read_text(encoding="utf-8"))
     widget_js = config["sphinx"]["config"]["nb_ipywidgets_js"]  # paths relative to _static/
     head = f'<script type="application/vnd.jupyter.widget-state+json">{json.dumps(state)}</script>'
-    head += "".join(f'<script src="../_static/{path}"></script>' for path in widget_js)
+    math = _MATH_LOADER.search(template)
+    urls = json.loads(html_text.unescape(math.group(1))) if math else []
+    urls += [f"../_static/{path}" for path in widget_js]
+    near, scripts = html_text.escape(WIDGET_VIEW), html_text.escape(json.dumps(urls))
+    head += (
+        f'<script data-near="{near}" data-scripts="{scripts}" data-widgets="" defer="defer"'
+        ' src="../_static/lazy-loader.js"></script>'
+    )
     body = "".join(
         f'<div class="cell_output"><script type="{WIDGET_VIEW_MIME}">{json.dumps(v)}</script></div>'
         for v in views
@@ -750,6 +784,15 @@ def _widget_problems(reports: dict[str, PageReport], pages: list[BookPage]) -> l
 
 def test_widgets_render(reports: dict[str, PageReport], pages: list[BookPage], screenshots) -> None:
     _fail_if(_widget_problems(reports, pages), "ipywidgets that did not render", screenshots)
+
+
+def test_every_rendered_widget_control_has_an_accessible_name(
+    reports: dict[str, PageReport], screenshots
+) -> None:
+    """ipywidgets 8 leaves a slider's handle unnamed; the lazy loader names it from the widget's
+    visible description (book/_ext/static/lazy-loader.js)."""
+    unnamed = [f"{r.rel}: {c}" for r in reports.values() for c in r.unnamed_controls]
+    _fail_if(unnamed, "widget controls without an accessible name", screenshots)
 
 
 def test_widget_check_passes_a_rendered_widget_and_fails_a_broken_one(

@@ -103,7 +103,8 @@ def _state(page) -> dict:
         """(sel) => {
             const p = document.querySelector(sel);
             const rec = p.querySelector(".gl-gpu-recorded");
-            const link = p.querySelector(".gl-gpu-download a");
+            const holder = p.querySelector(".gl-gpu-download");
+            const link = holder.querySelector("a");  // made once there is a report
             return {state: p.dataset.state || "", reason: p.dataset.reason || "",
                     status: p.querySelector(".gl-gpu-status").textContent,
                     result: p.querySelector(".gl-gpu-result").textContent,
@@ -111,8 +112,8 @@ def _state(page) -> dict:
                     recorded: rec.textContent,
                     numbers: JSON.parse(p.dataset.numbers || "{}"),
                     measurement: JSON.parse(p.dataset.measurement || "null"),
-                    download: link.parentElement.hidden ? null : link.href,
-                    downloadName: link.download};
+                    download: holder.hidden || !link ? null : link.href,
+                    downloadName: link ? link.download : null};
         }""",
         PANEL,
     )

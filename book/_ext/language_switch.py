@@ -2,10 +2,11 @@
 
 ``python3 course.py build`` writes the English edition into ``_build/html`` and the Chinese
 one (``language: zh_CN``, see ``locale/README.md``) into ``_build/html/zh``. Each page gets a
-link to its counterpart at the top of the article and an ``hreflang`` alternate link in its
-head. A Chinese page whose cells produced output also says, once, that text a cell generated
-(claims, generated tables, printed output) is in English: the build's execution cache is
-keyed by code, so that text is the same in both editions.
+link to its counterpart at the top of the article (the head's ``hreflang`` alternates need
+the published address: ``page_meta.py`` writes them). A Chinese page whose cells produced
+output also says, once, that text a cell generated (claims, generated tables, printed
+output) is in English: the build's execution cache is keyed by code, so that text is the
+same in both editions.
 """
 
 from __future__ import annotations
@@ -62,10 +63,8 @@ def _switch(app, pagename, templatename, context, doctree) -> None:
             f"</p><p>{html.escape(GENERATED_IN_ENGLISH)}</p></div>"
         )
     context["body"] = link + note + context["body"]
-    context["metatags"] = (
-        context.get("metatags", "")
-        + f'\n<link rel="alternate" hreflang="{lang}" href="{href}" />'
-    )
+    # The head's hreflang alternates need absolute addresses: page_meta.py writes them once
+    # the published address is known.
 
 
 def _translate_toc_captions(app, doctree) -> None:

@@ -111,8 +111,8 @@ def panel_html(_=lambda text: text) -> str:
         f'<button type="button" class="gl-gpu-run" disabled>{esc(_(BUTTON))}</button>'
         f'<p class="gl-gpu-status" aria-live="polite">{esc(_(SCRIPT_TEXT["noJs"]))}</p>'
         '<div class="gl-gpu-result" aria-live="polite"></div>'
-        f'<p class="gl-gpu-download" hidden><a download="webgpu-measurement.json">'
-        f"{esc(_(DOWNLOAD))}</a></p>"
+        # The script adds the link once there is a report (a link with no address is none).
+        f'<p class="gl-gpu-download" hidden data-label="{esc(_(DOWNLOAD))}"></p>'
         f"{recorded_html(_)}</div>"
     )
 

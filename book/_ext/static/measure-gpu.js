@@ -56,7 +56,13 @@
       const result = message.result;
       panel.querySelector(".gl-gpu-result").innerHTML = result.html;
       const blob = new Blob([JSON.stringify(result.report, null, 1)], { type: "application/json" });
-      const link = panel.querySelector(".gl-gpu-download a");
+      const holder = panel.querySelector(".gl-gpu-download");
+      let link = holder.querySelector("a");
+      if (!link) {
+        link = document.createElement("a");
+        link.textContent = holder.dataset.label;
+        holder.appendChild(link);
+      }
       if (link.href) URL.revokeObjectURL(link.href);
       link.href = URL.createObjectURL(blob);
       link.download = `webgpu-${result.report.provenance.date}.json`;

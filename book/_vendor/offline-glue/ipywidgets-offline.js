@@ -22,23 +22,30 @@
     }
   }
   // @jupyter-widgets/base 6 typesets widget labels with the MathJax 2 call
-  // MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]), which throws under MathJax 3.
-  // Deferred scripts (MathJax) have run by DOMContentLoaded; widgets render on "load".
-  document.addEventListener("DOMContentLoaded", function () {
+  // MathJax.Hub.Queue(["Typeset", MathJax.Hub, element]), which throws under MathJax 3, and
+  // also where MathJax is only configured (window.MathJax set) and not loaded yet: the pages
+  // load it when the first formula nears the screen (book/_ext/static/lazy-loader.js). The
+  // shim typesets the label with the MathJax 3 that is running; before MathJax starts, there
+  // is nothing to do: it typesets the whole page, labels included, when it starts.
+  function shimMathJax() {
     var mj = window.MathJax;
-    if (!mj || !mj.version || mj.Hub || typeof mj.typesetPromise !== "function") return;
+    if (!mj || mj.Hub) return;
     mj.Hub = {
       Queue: function () {
         Array.prototype.forEach.call(arguments, function (job) {
+          var running = window.MathJax;
+          if (!running || !running.version || typeof running.typesetPromise !== "function") return;
           if (Array.isArray(job) && job[0] === "Typeset" && job[2] instanceof Element) {
             var el = job[2];
             el.classList.add("mathjax_process");
-            mj.startup.promise
-              .then(function () { return mj.typesetPromise([el]); })
+            running.startup.promise
+              .then(function () { return running.typesetPromise([el]); })
               .catch(function (err) { console.warn("MathJax could not typeset a widget label", err); });
           }
         });
       },
     };
-  });
+  }
+  if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", shimMathJax);
+  else shimMathJax();
 })();
