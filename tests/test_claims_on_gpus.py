@@ -43,7 +43,7 @@ Claims no model here covers, and why
   ``kernels_lab`` cell 15 (a transpose moves bits).
 * Sentences with no condition, chosen from the data: ``parallel_compute_lab`` cell 18,
   ``frameworks_lab`` cells 17 and 23 (the branch the models pick is checked below),
-  ``case_alphago_lab`` cell 11's sentence, ``gpu_basics_lab`` cell 17 (re-derived: see
+  ``case_alphago_lab`` cell 11's sentence, ``gpu_basics_lab`` cell 19 (re-derived: see
   :func:`test_gpu_basics_which_lead_is_larger_depends_on_the_host`).
 * ``capstone_lab`` cell 34 (the losses of every version agree to 1e-4 in FP32, 2e-2 under
   autocast): autocast runs the format ``gl.measure.device.mixed_precision`` picks, BF16 on
@@ -213,7 +213,7 @@ def test_gpu_basics_saxpy_is_exact_with_or_without_a_fused_multiply_add():
 
 @pytest.mark.parametrize("gpu", GPUS.values())
 def test_gpu_basics_which_lead_is_larger_depends_on_the_host(gpu):
-    """Cell 17 said, on any GPU, that the matmul's lead (ratio of peaks) is the larger one.
+    """Cell 19 said, on any GPU, that the matmul's lead (ratio of peaks) is the larger one.
     Against a server socket the roofline says otherwise for an H100, so the cell now names
     the larger lead from the data."""
     spec, host = gl.get_spec(gpu), gl.get_spec("Xeon 8480+")
@@ -224,7 +224,7 @@ def test_gpu_basics_which_lead_is_larger_depends_on_the_host(gpu):
     else:  # a T4 beside that socket, and beside Colab's one core (2.2 GHz, AVX-512)
         colab = gl.estimate_cpu_peak(cores=1, clock_hz=2.2e9)
         assert mm_x > add_x and spec.peak("fp32") / colab.peak_flops > add_x
-    source = _cell("gpu_basics_lab", 17)
+    source = _cell("gpu_basics_lab", 19)
     assert "which is the larger one" not in source
     assert "on_gpu=device.type == \"cuda\"" in source and "thread_speedup_claim(" in source
     # The sentence the cell writes names the lead the ratios give.
