@@ -39,6 +39,7 @@ import shutil
 import threading
 import traceback
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -439,10 +440,17 @@ def base_url(book_html: Path) -> Iterator[str]:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
-    handler = functools.partial(QuietHandler, directory=str(book_html))
+    with served(book_html, QuietHandler, "book-http") as url:
+        yield url
+
+
+@contextmanager
+def served(directory: Path, handler_class: type, name: str) -> Iterator[str]:
+    """``directory`` served by ``handler_class`` on 127.0.0.1, on a free port, in a thread."""
+    handler = functools.partial(handler_class, directory=str(directory))
     server = http.server.ThreadingHTTPServer((LOCAL_HOST, 0), handler)
     server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="book-http", daemon=True)
+    thread = threading.Thread(target=server.serve_forever, name=name, daemon=True)
     thread.start()
     try:
         yield f"http://{LOCAL_HOST}:{server.server_address[1]}"

@@ -31,7 +31,6 @@ Lighthouse or Chromium the tests are skipped with the reason, or fail when
 
 from __future__ import annotations
 
-import functools
 import gzip
 import http.server
 import io
@@ -40,7 +39,6 @@ import os
 import shutil
 import subprocess
 import sys
-import threading
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -48,7 +46,12 @@ from typing import Any
 
 import pytest
 
-from tests.test_browser import LOCAL_HOST, _find_chromium, _unavailable, discover_pages
+from tests.test_browser import (
+    _find_chromium,
+    _unavailable,
+    discover_pages,
+    served,
+)
 
 pytestmark = pytest.mark.browser
 
@@ -123,17 +126,8 @@ def book_html(book_build) -> Path:
 
 @pytest.fixture(scope="module")
 def compressed_url(book_html: Path) -> Iterator[str]:
-    handler = functools.partial(CompressingHandler, directory=str(book_html))
-    server = http.server.ThreadingHTTPServer((LOCAL_HOST, 0), handler)
-    server.daemon_threads = True
-    thread = threading.Thread(target=server.serve_forever, name="book-gzip-http", daemon=True)
-    thread.start()
-    try:
-        yield f"http://{LOCAL_HOST}:{server.server_address[1]}"
-    finally:
-        server.shutdown()
-        server.server_close()
-        thread.join(timeout=10)
+    with served(book_html, CompressingHandler, "book-gzip-http") as url:
+        yield url
 
 
 # --------------------------------------------------------------------------- lighthouse

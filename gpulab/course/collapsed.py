@@ -20,8 +20,9 @@ retries and metadata live in the package. :func:`long_visible_cells` lists the c
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
+
+from gpulab.course.labs import rewrite_labs
 
 __all__ = [
     "HIDE_INPUT_TAG",
@@ -184,10 +185,4 @@ def long_visible_cells(nb: dict, limit: int = MAX_VISIBLE_LINES) -> list[tuple[i
 
 def collapse_lab_machinery(root: str | Path = ".") -> list[Path]:
     """Collapse the machinery cells of every lab in ``root/notebooks``; return those changed."""
-    changed = []
-    for path in sorted((Path(root) / "notebooks").glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        if collapse_machinery(nb):
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            changed.append(path)
-    return changed
+    return rewrite_labs(root, collapse_machinery)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import textwrap
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -27,6 +28,7 @@ __all__ = [
     "is_published",
     "lab_table",
     "list_labs",
+    "rewrite_labs",
     "setup_cell_source",
     "stamp_setup_cells",
 ]
@@ -54,6 +56,24 @@ class LabInfo:
 
 def _read(path: Path) -> dict:
     return json.loads(Path(path).read_text(encoding="utf-8"))
+
+
+def _write(path: Path, nb: dict) -> None:
+    path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def rewrite_labs(root: str | Path, change: Callable[[dict], bool]) -> list[Path]:
+    """Apply ``change`` to every lab in ``root/notebooks``; write and return the labs it changed.
+
+    ``change`` edits a notebook's JSON in place and returns whether it changed anything.
+    """
+    changed = []
+    for path in sorted((Path(root) / "notebooks").glob("*.ipynb")):
+        nb = _read(path)
+        if change(nb):
+            _write(path, nb)
+            changed.append(path)
+    return changed
 
 
 def lab_info(path: str | Path) -> LabInfo:
@@ -286,6 +306,6 @@ def stamp_setup_cells(root: str | Path = ".") -> list[Path]:
             raise ValueError(f"{path} needs exactly one code cell tagged {SETUP_TAG!r}")
         if "".join(cells[0]["source"]) != source:
             cells[0]["source"] = source.splitlines(keepends=True)
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+            _write(path, nb)
             changed.append(path)
     return changed

@@ -19,9 +19,10 @@ same in all of them; :func:`open_solution_problems` says what a lab still shows 
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
+
+from gpulab.course.labs import rewrite_labs
 
 __all__ = [
     "COLAB_TITLE",
@@ -146,10 +147,4 @@ def open_solution_problems(nb: dict) -> list[str]:
 
 def close_lab_solutions(root: str | Path = ".") -> list[Path]:
     """Close the worked solutions of every lab in ``root/notebooks``; return those changed."""
-    changed = []
-    for path in sorted((Path(root) / "notebooks").glob("*.ipynb")):
-        nb = json.loads(path.read_text(encoding="utf-8"))
-        if close_solutions(nb):
-            path.write_text(json.dumps(nb, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-            changed.append(path)
-    return changed
+    return rewrite_labs(root, close_solutions)
