@@ -119,18 +119,26 @@ def _state(page) -> dict:
     )
 
 
-# Before the press: MathJax has typeset the page and the main thread has been idle once, so
-# the long tasks counted after the press are the panel's (a chapter's math is not).
+# Before the press: the scripts the scroll to the panel brought near (MathJax, which the pages
+# load lazily near the first formula) have loaded, MathJax has typeset the page and the main
+# thread has been idle once, so the long tasks counted after the press are the panel's.
 _SETTLED = """async () => {
+  const loaded = () => window.__gpulabLazyLoaded || {};
+  let seen = -1;
+  while (seen !== Object.keys(loaded()).length) {
+    seen = Object.keys(loaded()).length;
+    await Promise.all(Object.values(loaded()));
+    await new Promise((ok) => setTimeout(ok, 250));
+  }
   if (window.MathJax && MathJax.startup && MathJax.startup.promise) await MathJax.startup.promise;
   await new Promise((ok) => requestIdleCallback(ok, { timeout: 5000 }));
 }"""
 
 
 def _press_and_wait(page) -> tuple[dict, float, list]:
-    page.evaluate(_SETTLED)
     button = page.locator(f"{PANEL} .gl-gpu-run")
     button.scroll_into_view_if_needed()
+    page.evaluate(_SETTLED)
     pressed_at = page.evaluate("() => performance.now()")
     start = time.monotonic()
     button.click()
