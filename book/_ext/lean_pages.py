@@ -5,10 +5,14 @@ Jupyter Book's theme and extensions load the same scripts on every page; this ex
 run after all of them, trims each page (``tests/test_lean_pages.py``,
 ``tests/test_lighthouse.py``):
 
-* **Stylesheets**: ``basic.css`` is linked, not ``@import``-ed through the theme's
-  ``theme.css`` (one round trip less before the first paint).
+* **Stylesheets**: one file per page (``css_bundle.py``), with ``basic.css`` in it rather than
+  ``@import``-ed through the theme's ``theme.css``: one request before the first paint, not
+  seventeen.
 * **Icons**: the theme's Font Awesome JavaScript (1.5 MB) is not loaded; the theme's CSS draws
-  the same icons with its icon font (``templates/layout.html``).
+  the same icons with its icon fonts (``templates/layout.html``), cut to the glyphs the book
+  uses (``icon_fonts.py``).
+* **Preloads**: the theme's two scripts are not preloaded at high priority: they run after
+  the page is parsed, and the first paint does not wait for them.
 * **Search**: the search index and Sphinx's search scripts load on ``search.html`` only, where
   the search box sends the reader (the theme's search-as-you-type is off).
 * **Thebe** (live code through a remote kernel) is not used by the course: its scripts, which
@@ -23,6 +27,9 @@ run after all of them, trims each page (``tests/test_lean_pages.py``,
 * **Render-blocking scripts**: Sphinx's and the theme's small scripts in the head
   (:data:`DEFERRED`) run deferred, after the page is parsed, as they wait for that anyway.
 * Each script appears once (two extensions add sphinx-togglebutton's setting twice).
+* **Hidden content**: the theme measures only what is shown for its keyboard tab stops
+  (``tab_stops.py``); a hidden cell's toggle is named by its visible text ("Show code cell
+  source"), not by a different ``aria-label``.
 """
 
 from __future__ import annotations
@@ -51,14 +58,16 @@ DEFERRED = (
 #: Where the lazy loader looks for what needs MathJax and the widget manager.
 MATH_SELECTOR = "span.math, div.math"
 WIDGET_SELECTOR = 'script[type="application/vnd.jupyter.widget-view+json"]'
-#: The script tag of the theme's Font Awesome build, in its preload macro.
-_FONTAWESOME_TAG = re.compile(
-    r"[ \t]*<!--[^>]*-->\s*<script defer src=\"[^\"]*fontawesome\.js[^\"]*\"></script>\s*"
+#: The theme's preload macro: its Font Awesome script and its script preloads, with comments.
+_PRELOAD_TAGS = re.compile(
+    r"[ \t]*<!--[^>]*-->\s*|<script defer src=\"[^\"]*fontawesome\.js[^\"]*\"></script>\s*"
+    r"|<link rel=\"preload\" as=\"script\"[^>]*>\s*"
 )
 _THEME_CSS = re.compile(r'<link href="([^"]*)styles/theme\.css[^"]*"')
 _WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
 #: What MathJax typesets (Sphinx's math nodes, and TeX delimiters in cell outputs).
 _MATH_MARKERS = ('class="math', "\\(", "\\[", "$$", "\\begin{")
+_HIDDEN_TOGGLE = '<summary aria-label="Toggle hidden content">'
 _IMG = re.compile(r"<img(?![^>]*\sloading=)")
 
 
@@ -109,6 +118,17 @@ def has_math(body: str) -> bool:
     return any(marker in body for marker in _MATH_MARKERS)
 
 
+def toggles_named_by_their_text(body: str) -> str:
+    """``body`` without the ``aria-label`` that myst-nb gives a hidden cell's toggle: its
+    visible text ("Show code cell source") then names it, as a screen reader user hears it and
+    a voice control user says it.
+
+    >>> toggles_named_by_their_text('<summary aria-label="Toggle hidden content">')
+    '<summary>'
+    """
+    return body.replace(_HIDDEN_TOGGLE, "<summary>")
+
+
 def lazy_images(body: str) -> str:
     """Every ``<img>`` after the first gets ``loading="lazy"`` (the first may be on screen).
 
@@ -135,13 +155,18 @@ def without_import_chain(pre_assets: str) -> Markup:
     return Markup(_THEME_CSS.sub(r'<link href="\1basic.css"', str(pre_assets)))
 
 
-def without_fontawesome(preloads: str) -> Markup:
-    """The theme's preload tags without its Font Awesome script."""
-    return Markup(_FONTAWESOME_TAG.sub("\n", str(preloads)))
+def without_preloads(preloads: str) -> Markup:
+    """The theme's preload tags without its Font Awesome script and its script preloads.
+
+    >>> str(without_preloads('<!-- x -->\\n<script defer src="a/fontawesome.js?d=1"></script>\\n'
+    ...                      '<link rel="preload" as="script" href="b.js" />\\n'))
+    ''
+    """
+    return Markup(_PRELOAD_TAGS.sub("", str(preloads)).strip())
 
 
 def _page(app, pagename, templatename, context, doctree) -> None:
-    context["lean_preloads"] = without_fontawesome
+    context["lean_preloads"] = without_preloads
     context["lean_pre_assets"] = without_import_chain
     if "script_files" not in context:
         return
@@ -170,7 +195,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
         css for css in context["css_files"] if "sphinx-thebe" not in _filename(css)
     ]
     if body:
-        context["body"] = lazy_images(body)
+        context["body"] = toggles_named_by_their_text(lazy_images(body))
 
 
 def _lazy(app, urls: list[str], near: str, **attributes: str) -> None:
@@ -189,6 +214,9 @@ def _add_static(app) -> None:
 
 
 def setup(app):
+    app.setup_extension("css_bundle")
+    app.setup_extension("icon_fonts")
+    app.setup_extension("tab_stops")
     app.connect("config-inited", _paths)
     app.connect("builder-inited", _add_static)
     # After every other extension has added its scripts to the page (myst-nb, mathjax, ...).
