@@ -104,9 +104,8 @@ def _bundled(stylesheet) -> bool:
     attributes = dict(getattr(stylesheet, "attributes", None) or {})
     filename = str(getattr(stylesheet, "filename", stylesheet) or "")
     plain = attributes.get("rel", "stylesheet") == "stylesheet" and "title" not in attributes
-    return plain and attributes.get("media", "all") in ("all", "screen") and not filename.startswith(
-        _REMOTE
-    )
+    local = not filename.startswith(_REMOTE)
+    return plain and local and attributes.get("media", "all") in ("all", "screen")
 
 
 def split_links(pre_assets: str, pagename: str) -> tuple[list[str], str]:
