@@ -27,6 +27,8 @@ run after all of them, trims each page (``tests/test_lean_pages.py``,
 * **Render-blocking scripts**: Sphinx's and the theme's small scripts in the head
   (:data:`DEFERRED`) run deferred, after the page is parsed, as they wait for that anyway.
 * Each script appears once (two extensions add sphinx-togglebutton's setting twice).
+* **Code**: tokens that look like plain text are plain text, not one element each
+  (``plain_code.py``).
 * **Hidden content**: the theme measures only what is shown for its keyboard tab stops
   (``tab_stops.py``); a hidden cell's toggle is named by its visible text ("Show code cell
   source"), not by a different ``aria-label``.
@@ -217,6 +219,7 @@ def setup(app):
     app.setup_extension("css_bundle")
     app.setup_extension("icon_fonts")
     app.setup_extension("tab_stops")
+    app.setup_extension("plain_code")
     app.connect("config-inited", _paths)
     app.connect("builder-inited", _add_static)
     # After every other extension has added its scripts to the page (myst-nb, mathjax, ...).
