@@ -89,6 +89,17 @@ WIDGET_VIEW_MIME = "application/vnd.jupyter.widget-view+json"
 # --------------------------------------------------------------------------- helpers
 
 
+def stylesheets(book_html: Path, rel: str) -> list[str]:
+    """The stylesheets page ``rel`` is styled with, from the book's root: one bundle per page
+    (``book/_ext/css_bundle.py``), counted as the files it was made from."""
+    import sys
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "book" / "_ext"))
+    from css_bundle import linked_stylesheets
+
+    return linked_stylesheets(book_html / rel, book_html)
+
+
 def _unavailable(reason: str) -> None:
     if REQUIRE_BROWSER:
         pytest.fail(f"{reason} (GPULAB_REQUIRE_BROWSER=1 requires the browser tests)")
@@ -942,7 +953,9 @@ def test_recording_tabs_switch_outputs_in_both_themes(browser, base_url, book_ht
     pieces = cell_tabs("fixture-cell", ["CPU", "GPU (fixture)"])
     tabs = f"{pieces[0]}<pre>cpu output</pre>{pieces[1]}<pre>gpu output</pre>{pieces[2]}"
     template = (book_html / lab.rel).read_text(encoding="utf-8")
-    assert "lab_recordings.css" in template, "lab pages do not load the recordings' stylesheet"
+    assert "_static/lab_recordings.css" in stylesheets(book_html, lab.rel), (
+        "lab pages do not load the recordings' stylesheet"
+    )
     folder = book_html / "_recording_fixtures"  # same depth as notebooks/: relative paths hold
     folder.mkdir(exist_ok=True)
     html = re.sub(r"(<main[^>]*>)", lambda m: m.group(1) + tabs, template, count=1)

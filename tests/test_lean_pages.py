@@ -21,13 +21,19 @@ from docutils.core import publish_doctree
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "book" / "_ext"))
 
+import css_bundle  # noqa: E402
+import icon_fonts  # noqa: E402
 import lean_pages  # noqa: E402
 import page_meta  # noqa: E402
+import plain_code  # noqa: E402
+import tab_stops  # noqa: E402
 
 from gpulab.course.labs import PLACEHOLDER_REPOSITORY_URL  # noqa: E402
 
 
-@pytest.mark.parametrize("module", [lean_pages, page_meta])
+@pytest.mark.parametrize(
+    "module", [lean_pages, page_meta, css_bundle, icon_fonts, plain_code, tab_stops]
+)
 def test_the_examples_in_the_docstrings_hold(module) -> None:
     failed, tried = doctest.testmod(module)
     assert tried > 0 and failed == 0
@@ -71,6 +77,50 @@ def test_head_scripts_are_deferred_and_heavy_ones_dropped() -> None:
     assert [s.filename for s in kept] == ["_static/documentation_options.js", "_static/doctools.js"]
     deferred = [lean_pages.deferred(s) for s in kept]
     assert [s.attributes.get("defer") for s in deferred] == [None, "defer"]
+
+
+def test_a_bundle_keeps_its_sources_urls_working_from_its_own_folder() -> None:
+    css = 'a{background:url("../img/x.png?v=1#s")}b{src:url(https://cdn/x.woff2)}'
+    moved = css_bundle.rebase_urls(css, "_static/styles/theme.css", "_static/styles/bundle-1.css")
+    assert moved == css
+    moved = css_bundle.rebase_urls(css, "_static/styles/theme.css", "_static/bundle.css")
+    assert 'url("img/x.png?v=1#s")' in moved and "url(https://cdn/x.woff2)" in moved
+
+
+def test_code_loses_only_spans_that_look_like_plain_text() -> None:
+    """Unwrapping changes no character of the code and keeps every coloured token."""
+    from pygments import highlight
+    from pygments.formatters import HtmlFormatter
+    from pygments.lexers import PythonLexer
+
+    source = 'def f(x, y=2):\n    return {"a": x ** y}  # c\n'
+    block = highlight(source, PythonLexer(), HtmlFormatter())
+    classes = plain_code.plain_classes("a11y-high-contrast-light", "a11y-high-contrast-dark")
+    lean = plain_code.unwrap(block, classes)
+    text = lambda h: html.unescape(re.sub(r"<[^>]+>", "", h))  # noqa: E731
+    assert text(lean) == text(block) and len(lean) < len(block)
+    spans = lambda h: re.findall(r'<span class="([^"]+)">', h)  # noqa: E731
+    assert set(spans(lean)) == set(spans(block)) - classes
+    assert {"k", "nf", "s2", "c1"} <= set(spans(lean)) and not set(spans(lean)) & classes
+    # A style that colours names keeps them.
+    assert "n" not in plain_code.plain_classes("a11y-high-contrast-light", "monokai", "tango")
+
+
+def test_the_icon_table_is_read_from_the_themes_stylesheet() -> None:
+    table, direct = icon_fonts.icon_table(
+        '.fa-github:before{content:"\\f09b"}.fa-bars:before,.fa-navicon:before{content:"\\f0c9"}'
+        '.x:after{content:"\\f107";font-family:Font Awesome}.fa-lg{font-size:1.2em}'
+    )
+    assert table == {"fa-github": {0xF09B}, "fa-bars": {0xF0C9}, "fa-navicon": {0xF0C9}}
+    assert direct == {0xF107}
+
+
+def test_the_theme_script_is_changed_only_where_this_book_knows_it() -> None:
+    theme = "function I(){const e=()=>{document.querySelectorAll(s)" + tab_stops.MEASURE + "}}"
+    changed = tab_stops.patched(theme)
+    assert changed is not None and 'closest("details:not([open])")' in changed
+    assert tab_stops.patched(changed) == changed
+    assert tab_stops.patched(theme.replace("scrollWidth", "offsetWidth")) is None
 
 
 # --------------------------------------------------------------------------- the built book
@@ -140,3 +190,87 @@ def test_chinese_pages_are_described_in_chinese(built_pages) -> None:
     head = _head(built_pages["zh/book/kernels.html"])
     description = re.search(r'<meta name="description" content="([^"]+)"', head).group(1)
     assert re.search(r"[\u4e00-\u9fff]", description), description
+
+
+def _edition_root(html: Path, rel: str) -> Path:
+    return html / "zh" if rel.startswith("zh/") else html
+
+
+def test_each_page_links_one_stylesheet_made_from_the_files_as_built(built_pages) -> None:
+    """One request before the first paint, holding each source as it was last written (the
+    theme rewrites pygments.css when the build ends: a bundle written before it would give
+    code the wrong colours)."""
+    html = next(iter(built_pages.values())).parents[1]
+    problems, seen = [], set()
+    for rel, page in built_pages.items():
+        links = re.findall(r'<link rel="stylesheet"[^>]*href="([^"]+)"', _head(page))
+        if len(links) != 1 or "/_static/styles/bundle-" not in f"/{links[0]}":
+            problems.append(f"{rel}: {len(links)} stylesheet links {links[:3]}")
+            continue
+        bundle = (page.parent / links[0]).resolve()
+        sources = css_bundle.sources_of(bundle)
+        for needed in ("_static/basic.css", "_static/styles/pydata-sphinx-theme.css",
+                       "_static/pygments.css"):  # fmt: skip
+            if needed not in sources:
+                problems.append(f"{rel}: {needed} is not in {bundle.name}")
+        if bundle in seen:
+            continue
+        seen.add(bundle)
+        root = _edition_root(html, rel)
+        text = bundle.read_text(encoding="utf-8")
+        pygments_css = (root / "_static" / "pygments.css").read_text(encoding="utf-8")
+        if pygments_css.strip() not in text:
+            problems.append(f"{bundle.name}: its pygments.css is not the one the build wrote")
+        for url in re.findall(r"""url\(\s*["']?([^"')]+)""", text):
+            if url.startswith(("data:", "http", "//", "#")):
+                continue
+            if not (bundle.parent / url.split("?")[0].split("#")[0]).is_file():
+                problems.append(f"{bundle.name}: url({url}) points at no file")
+    assert not problems, "\n".join(sorted(set(problems))[:20])
+
+
+def test_every_icon_the_pages_use_has_its_glyph_in_small_fonts(built_pages) -> None:
+    from fontTools.ttLib import TTFont
+
+    html = next(iter(built_pages.values())).parents[1]
+    for root in (html, html / "zh"):
+        fonts = root / icon_fonts.FONT_DIR
+        cmaps = {name: set(TTFont(fonts / name).getBestCmap()) for name in icon_fonts.FONTS}
+        every = set().union(*cmaps.values())
+        needed = icon_fonts.needed(root)
+        # The menu, search, GitHub (a brand) and the admonitions' "note" circle.
+        assert {0xF0C9, 0xF002, 0xF09B, 0xF05A} <= needed
+        assert 0xF09B in cmaps["fa-brands-400.woff2"] and 0xF0C9 in cmaps["fa-solid-900.woff2"]
+        theme = {name: set(TTFont(fonts / name.replace(".woff2", ".ttf")).getBestCmap())
+                 for name in icon_fonts.FONTS}  # fmt: skip
+        drawable = needed & set().union(*theme.values())
+        assert drawable <= every, sorted(map(hex, drawable - every))
+        size = sum((fonts / name).stat().st_size for name in icon_fonts.FONTS)
+        assert size < 20_000, f"{root}: icon fonts weigh {size:,} bytes"
+
+
+def test_code_blocks_hidden_toggles_and_tab_stops_in_the_built_pages(built_pages) -> None:
+    html = next(iter(built_pages.values())).parents[1]
+    problems = []
+    for rel, page in built_pages.items():
+        text = page.read_text(encoding="utf-8")
+        blocks = re.findall(r'<div class="highlight"><pre>(.*?)</pre>', text, re.DOTALL)
+        if any('<span class="n">' in block or '<span class="p">' in block for block in blocks):
+            problems.append(f"{rel}: highlighted code still wraps names or punctuation")
+        if 'aria-label="Toggle hidden content"' in text:
+            problems.append(f"{rel}: a toggle named otherwise than by its text")
+        if "tab-stops.js" not in _head(page):
+            problems.append(f"{rel}: tab-stops.js is not loaded")
+    for root in (html, html / "zh"):
+        theme = (root / tab_stops.THEME_SCRIPT).read_text(encoding="utf-8")
+        if tab_stops.MEASURE_OPEN_ONLY not in theme or tab_stops.MEASURE in theme:
+            problems.append(f"{root}: the theme's script measures hidden content")
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_colour_theme_is_settled_before_the_first_paint(built_pages) -> None:
+    """The theme's script would otherwise set it after loading, restyling the whole page."""
+    head = _head(built_pages["book/kernels.html"])
+    script = head[head.index('<script data-cfasync="false">') :].split("</script>", 1)[0]
+    assert "prefers-color-scheme: dark" in script and "root.dataset.theme" in script
+    assert head.index("data-cfasync") < head.index('rel="stylesheet"')

@@ -175,6 +175,25 @@ def sources_of(bundle: Path) -> list[str]:
     return re.findall(re.escape(SOURCE_MARK).replace(r"\{\}", "(.+?)"), text)
 
 
+def linked_stylesheets(page: Path, outdir: Path) -> list[str]:
+    """The stylesheets a built ``page`` links, as paths from ``outdir``: each bundle's
+    sources in its place (a test's view of what the page is styled with)."""
+    head = page.read_text(encoding="utf-8").split("</head>", 1)[0]
+    pagename = page.relative_to(outdir).with_suffix("").as_posix()
+    found = []
+    for tag in _LINK.findall(head):
+        attributes = dict(_ATTRIBUTE.findall(tag))
+        if attributes.get("rel") != "stylesheet" or attributes.get("href", "").startswith(_REMOTE):
+            continue
+        path = page_relative(pagename, attributes["href"])
+        edition, bundled, _ = path.partition(f"{BUNDLE_DIR}/bundle-")  # zh/ for the edition
+        if bundled:
+            found.extend(edition + source for source in sources_of(outdir / path))
+        else:
+            found.append(path)
+    return found
+
+
 def setup(app):
     app.connect("builder-inited", _reset)
     app.connect("html-page-context", _page, priority=960)
