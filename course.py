@@ -86,6 +86,8 @@ TEST_TIMEOUT_S = 3600
 LIGHTHOUSE_DIR = ROOT / "tests" / "lighthouse"
 LIGHTHOUSE_STAMP_NAME = ".gpulab-lockfile.sha256"
 LIGHTHOUSE_TEST = "tests/test_lighthouse.py"
+# npm's MathJax, with which the build typesets the formulas as SVG (book/_ext/math_svg.py).
+MATH_RENDERER_DIR = ROOT / "book" / "_ext" / "node"
 PROBE_TIMEOUT_S = 120
 IMPORT_PROBE_TIMEOUT_S = 300  # a first ``import torch`` can take minutes on a cold disk
 # pytest-xdist: one worker per core. Which tests share a worker (the book build and the
@@ -429,6 +431,7 @@ def ensure_environment() -> Path:
     python = env.python if env.python is not None else ensure_venv(VENV)
     ensure_requirements(python, env.prefix / STAMP_NAME)
     ensure_lighthouse()
+    ensure_math_renderer()
     return python
 
 
@@ -438,6 +441,22 @@ def ensure_lighthouse(folder: Path = LIGHTHOUSE_DIR) -> bool:
     Skipped, with a sentence, where npm is missing (the test then skips, or fails in CI); done
     again only when the lockfile changes. Returns whether it installed.
     """
+    return ensure_npm_folder(
+        folder, "Lighthouse for the page check", "the Lighthouse check is skipped (or fails in CI)"
+    )
+
+
+def ensure_math_renderer(folder: Path = MATH_RENDERER_DIR) -> bool:
+    """Install MathJax for the build (book/_ext/math_svg.py), which typesets the formulas as SVG;
+    without it the pages leave them to MathJax in the reader's browser."""
+    return ensure_npm_folder(
+        folder, "MathJax for the build", "formulas are typeset in the reader's browser instead"
+    )
+
+
+def ensure_npm_folder(folder: Path, what: str, otherwise: str) -> bool:
+    """``npm ci`` in ``folder`` from its lockfile, again only when the lockfile changes; where
+    npm is missing or fails, a sentence saying ``otherwise``. Returns whether it installed."""
     lock = folder / "package-lock.json"
     stamp = folder / "node_modules" / LIGHTHOUSE_STAMP_NAME
     digest = hashlib.sha256(lock.read_bytes()).hexdigest() if lock.is_file() else ""
@@ -445,12 +464,12 @@ def ensure_lighthouse(folder: Path = LIGHTHOUSE_DIR) -> bool:
         return False
     npm = shutil.which("npm")
     if npm is None:
-        say("npm is not installed: the Lighthouse check is skipped (Debian: apt-get install npm)")
+        say(f"npm is not installed: {otherwise} (Debian: apt-get install npm)")
         return False
-    say(f"installing Lighthouse for the page check (npm ci in {folder.relative_to(ROOT)})")
+    say(f"installing {what} (npm ci in {folder.relative_to(ROOT)})")
     command = [npm, "ci", "--no-audit", "--no-fund", "--ignore-scripts"]
     if run(command, INSTALL_TIMEOUT_S, check=False, cwd_override=folder) != 0:
-        say("npm ci failed: the Lighthouse check will be skipped (or fail in CI)")
+        say(f"npm ci failed: {otherwise}")
         return False
     stamp.write_text(digest + "\n")
     return True
@@ -700,8 +719,10 @@ def extract_messages(python: Path) -> int:
     if status != 0:
         return status
     # The chapters' self-check questions: their templates, read by running the chapters' cells.
-    questions = "import sys\nfrom gpulab.course.selfchecks import write_template\n" \
+    questions = (
+        "import sys\nfrom gpulab.course.selfchecks import write_template\n"
         "write_template(*sys.argv[1:])\n"
+    )
     return run([python, "-c", questions, ROOT / "book", GETTEXT_TEMPLATES / "selfchecks.pot"],
                BUILD_TIMEOUT_S, check=False)  # fmt: skip
 

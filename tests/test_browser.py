@@ -6,7 +6,8 @@ Chromium; every page in ``_toc.yml`` must be among them (preface, chapters, labs
 pages, glossary, references). Every request to another host is aborted and recorded, so the
 checks below show what a reader without network (or behind a firewall) gets:
 
-* math is typeset by MathJax (the copy vendored in ``book/_vendor/``), with no TeX errors;
+* math is typeset, with no TeX errors: as SVG when the book was built (``math_svg.py``), or by
+  MathJax in the page (the copy vendored in ``book/_vendor/``) where the build could not;
 * every ``<img>`` has loaded, and no local asset answered 4xx/5xx;
 * no script, stylesheet or font had to come from another host (math and widgets above all);
 * every link to another page of the book (and its ``#anchor``) resolves;
@@ -77,6 +78,8 @@ MATH_WIDGET_ASSET = re.compile(
 )
 RAW_TEX = ("\\(", "\\)", "\\[", "\\]", "$$", "\\begin{")
 WIDGET_VIEW = 'script[type="application/vnd.jupyter.widget-view+json"]'
+#: Formulas the build typeset as SVG (book/_ext/math_svg.py).
+BUILT_MATH = 'span.math[data-typeset="svg"], div.math[data-typeset="svg"]'
 # Uncaught errors and console errors that come from the tool chain itself, not from the book
 # (checked by substring). None now: book/_ext/lean_pages.py leaves out sphinx-thebe's scripts
 # (which declared a constant twice) and starts the theme's colour mode as "auto" (it logged
@@ -327,10 +330,15 @@ def _visit(context, base_url: str, page_info: BookPage, report: PageReport) -> N
     try:
         page.goto(f"{base_url}/{page_info.rel}", wait_until="load")
 
-        # Math: wait until MathJax has typeset the page (it is loaded where there is math, when
-        # the first formula nears the screen: lean_pages.py; scroll there).
-        has_math_elements = page.locator("span.math, div.math").count() > 0
-        if report.source_has_math or has_math_elements:
+        # Math: typeset as SVG when the book was built (math_svg.py), or else by MathJax in the
+        # page: wait until it has typeset the page (it is loaded where there is math, when the
+        # first formula nears the screen: lean_pages.py; scroll there).
+        math_elements = page.locator("span.math, div.math").count()
+        built = page.locator(BUILT_MATH).count()
+        has_math_elements = math_elements > 0
+        if has_math_elements and built == math_elements:
+            report.mathjax_state = "done: typeset when the book was built"
+        elif report.source_has_math or has_math_elements:
             page.evaluate(_SCROLL_TO_MATH_JS)
             try:
                 page.wait_for_function(
@@ -715,7 +723,7 @@ def test_math_is_typeset(reports: dict[str, PageReport], screenshots) -> None:
             continue
         if r.source_has_math and not r.math_elements:
             problems.append(f"{r.rel}: the source has math but the page has no math element")
-        if r.mathjax_state != "done":
+        if not (r.mathjax_state or "").startswith("done"):
             problems.append(f"{r.rel}: MathJax did not finish typesetting ({r.mathjax_state})")
         if r.math_untypeset:
             problems.append(f"{r.rel}: math left as raw TeX: {r.math_untypeset[:5]}")

@@ -12,6 +12,7 @@ import doctest
 import html
 import json
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -24,6 +25,7 @@ sys.path.insert(0, str(ROOT / "book" / "_ext"))
 import css_bundle  # noqa: E402
 import icon_fonts  # noqa: E402
 import lean_pages  # noqa: E402
+import math_svg  # noqa: E402
 import page_meta  # noqa: E402
 import plain_code  # noqa: E402
 import tab_stops  # noqa: E402
@@ -32,7 +34,7 @@ from gpulab.course.labs import PLACEHOLDER_REPOSITORY_URL  # noqa: E402
 
 
 @pytest.mark.parametrize(
-    "module", [lean_pages, page_meta, css_bundle, icon_fonts, plain_code, tab_stops]
+    "module", [lean_pages, page_meta, css_bundle, icon_fonts, plain_code, tab_stops, math_svg]
 )
 def test_the_examples_in_the_docstrings_hold(module) -> None:
     failed, tried = doctest.testmod(module)
@@ -259,6 +261,8 @@ def test_code_blocks_hidden_toggles_and_tab_stops_in_the_built_pages(built_pages
             problems.append(f"{rel}: highlighted code still wraps names or punctuation")
         if 'aria-label="Toggle hidden content"' in text:
             problems.append(f"{rel}: a toggle named otherwise than by its text")
+        if _head(page).count('name="viewport"') != 1:
+            problems.append(f"{rel}: not exactly one viewport tag")
         if "tab-stops.js" not in _head(page):
             problems.append(f"{rel}: tab-stops.js is not loaded")
     for root in (html, html / "zh"):
@@ -274,3 +278,75 @@ def test_the_colour_theme_is_settled_before_the_first_paint(built_pages) -> None
     script = head[head.index('<script data-cfasync="false">') :].split("</script>", 1)[0]
     assert "prefers-color-scheme: dark" in script and "root.dataset.theme" in script
     assert head.index("data-cfasync") < head.index('rel="stylesheet"')
+
+
+# --------------------------------------------------------------------------- math as SVG
+
+
+@pytest.fixture(scope="module")
+def node_with_mathjax() -> str:
+    found = math_svg.node()
+    if found is None:
+        from tests.test_browser import _unavailable
+
+        _unavailable("Node or npm's mathjax-full is missing (python3 course.py install)")
+    return found
+
+
+def _render(node: str, page: Path) -> subprocess.CompletedProcess:
+    command = [node, str(math_svg.RENDERER), str(page)]
+    return subprocess.run(
+        command, cwd=math_svg.NODE_DIR, capture_output=True, text=True, timeout=120
+    )
+
+
+def test_the_renderer_typesets_each_kind_of_formula_and_stops_at_a_bad_one(
+    node_with_mathjax, tmp_path
+) -> None:
+    node = 'class="math notranslate nohighlight"'
+    page = tmp_path / "page.html"
+    page.write_text(
+        f"<html><head><title>t</title></head><body><p>Inline <span {node}>\\(a_i &lt; b\\)</span>"
+        f'</p><div {node} id="eq">\n\\[\\frac{{n}}{{\\beta}}\\]</div>'
+        f"<div {node}>\\begin{{align}}x &amp;= 1\\\\ y &amp;= 2\\end{{align}}</div></body></html>",
+        encoding="utf-8",
+    )
+    done = _render(node_with_mathjax, page)
+    assert done.returncode == 0, done.stderr
+    assert "typeset 3 formulas on 1 pages" in done.stdout
+    text = page.read_text(encoding="utf-8")
+    assert text.count('data-typeset="svg"') == 3 and "\\(" not in text and "\\[" not in text
+    assert 'id="eq"' in text and text.count("<mjx-assistive-mml") == 3
+    assert 'display="true"' in text  # the two display formulas
+    assert text.count('id="MJX-SVG-global-cache"') == 1 and text.count("MJX-SVG-styles") == 1
+    assert "<mi>a</mi>" in text or "<mi>a" in text  # the MathML a screen reader reads
+    # Run again: a typeset page is left as it is.
+    again = _render(node_with_mathjax, page)
+    assert again.returncode == 0 and page.read_text(encoding="utf-8") == text
+
+    bad = tmp_path / "bad.html"
+    bad.write_text(f"<body><span {node}>\\(\\frac{{1}}\\)</span></body>", encoding="utf-8")
+    failed = _render(node_with_mathjax, bad)
+    assert failed.returncode != 0 and "\\\\frac{1}" in failed.stderr and "bad.html" in failed.stderr
+
+
+def test_every_formula_is_typeset_when_the_book_is_built(node_with_mathjax, built_pages) -> None:
+    """No page loads MathJax for its formulas; each formula is SVG with MathML beside it."""
+    problems, typeset = [], 0
+    for rel, page in built_pages.items():
+        text = page.read_text(encoding="utf-8")
+        nodes = re.findall(r'<(?:span|div) class="math notranslate nohighlight"[^>]*>', text)
+        if 'data-near="span.math, div.math"' in _head(page):
+            problems.append(f"{rel}: MathJax is loaded for the formulas")
+        if not nodes:
+            continue
+        plain = [n for n in nodes if 'data-typeset="svg"' not in n]
+        if plain:
+            problems.append(f"{rel}: {len(plain)} of {len(nodes)} formulas left as TeX")
+        if text.count('id="MJX-SVG-global-cache"') != 1 or text.count("<mjx-assistive-mml") < len(
+            nodes
+        ):
+            problems.append(f"{rel}: no glyph cache, or formulas without MathML")
+        typeset += len(nodes)
+    assert not problems, "\n".join(problems[:20])
+    assert typeset > 500, f"only {typeset} formulas in the built book"

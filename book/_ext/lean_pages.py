@@ -17,16 +17,18 @@ run after all of them, trims each page (``tests/test_lean_pages.py``,
   the search box sends the reader (the theme's search-as-you-type is off).
 * **Thebe** (live code through a remote kernel) is not used by the course: its scripts, which
   also declared the same constant twice (a console error on every page), are left out.
-* **Math**: MathJax (1.3 MB) only on a page with math in it, loaded by ``lazy-loader.js`` after
-  the page has loaded, when the first formula comes within a screen of view (it then typesets
-  the whole page); a page whose only math is in cell outputs loads it right after loading.
+* **Math**: typeset as SVG when the book is built (``math_svg.py``), so no page loads MathJax
+  (1.3 MB) for its formulas. Where the build cannot (no Node), MathJax loads only on a page
+  with math in it, by ``lazy-loader.js`` after the page has loaded, when the first formula
+  comes within a screen of view (it then typesets the whole page).
 * **Widgets**: on a lab page with recorded ipywidgets, the widget manager (4.4 MB, with
   RequireJS and ``offline-glue/``) is loaded the same way, when the first widget comes near;
   pages without widgets never load it.
 * **Images** after the first load when the reader scrolls to them (``loading="lazy"``).
 * **Render-blocking scripts**: Sphinx's and the theme's small scripts in the head
   (:data:`DEFERRED`) run deferred, after the page is parsed, as they wait for that anyway.
-* Each script appears once (two extensions add sphinx-togglebutton's setting twice).
+* Each script appears once (two extensions add sphinx-togglebutton's setting twice), and the
+  viewport tag too (docutils writes one beside the layout's).
 * **Code**: tokens that look like plain text are plain text, not one element each
   (``plain_code.py``).
 * **Hidden content**: the theme measures only what is shown for its keyboard tab stops
@@ -41,6 +43,7 @@ import re
 from pathlib import Path
 
 from markupsafe import Markup
+from math_svg import typesets_at_build
 
 HERE = Path(__file__).parent
 STATIC = HERE / "static"
@@ -69,6 +72,7 @@ _THEME_CSS = re.compile(r'<link href="([^"]*)styles/theme\.css[^"]*"')
 _WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
 #: What MathJax typesets (Sphinx's math nodes, and TeX delimiters in cell outputs).
 _MATH_MARKERS = ('class="math', "\\(", "\\[", "$$", "\\begin{")
+_VIEWPORT = re.compile(r'<meta name="viewport"[^>]*>\s*')
 _HIDDEN_TOGGLE = '<summary aria-label="Toggle hidden content">'
 _IMG = re.compile(r"<img(?![^>]*\sloading=)")
 
@@ -167,8 +171,20 @@ def without_preloads(preloads: str) -> Markup:
     return Markup(_PRELOAD_TAGS.sub("", str(preloads)).strip())
 
 
+def one_viewport(metatags: str) -> str:
+    """The page's meta tags without docutils' viewport tag: Sphinx's layout writes one already.
+
+    >>> one_viewport('<meta name="viewport" content="width=device-width, initial-scale=1" />\\n'
+    ...              '<meta name="description" content="x" />')
+    '<meta name="description" content="x" />'
+    """
+    return _VIEWPORT.sub("", metatags)
+
+
 def _page(app, pagename, templatename, context, doctree) -> None:
     context["lean_preloads"] = without_preloads
+    if "metatags" in context:
+        context["metatags"] = one_viewport(context["metatags"])
     context["lean_pre_assets"] = without_import_chain
     if "script_files" not in context:
         return
@@ -187,7 +203,7 @@ def _page(app, pagename, templatename, context, doctree) -> None:
         scripts[:] = [s for s in scripts if not _body_of(s).startswith("window.MathJax")]
     pathto = context["pathto"]
     math_urls = [pathto(name, 1) for name in mathjax] if math else []
-    if math_urls:
+    if math_urls and not typesets_at_build(app):
         _lazy(app, math_urls, MATH_SELECTOR)
     if loads_widgets and _WIDGET_VIEW in body:
         # MathJax first where there is math: the offline glue adapts widgets to it.
@@ -220,6 +236,7 @@ def setup(app):
     app.setup_extension("icon_fonts")
     app.setup_extension("tab_stops")
     app.setup_extension("plain_code")
+    app.setup_extension("math_svg")
     app.connect("config-inited", _paths)
     app.connect("builder-inited", _add_static)
     # After every other extension has added its scripts to the page (myst-nb, mathjax, ...).
