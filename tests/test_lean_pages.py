@@ -261,6 +261,12 @@ def test_code_blocks_hidden_toggles_and_tab_stops_in_the_built_pages(built_pages
             problems.append(f"{rel}: highlighted code still wraps names or punctuation")
         if 'aria-label="Toggle hidden content"' in text:
             problems.append(f"{rel}: a toggle named otherwise than by its text")
+        if "doc-biblioentry" in text:
+            problems.append(f"{rel}: a deprecated ARIA role (doc-biblioentry)")
+        for table in re.findall(r"<table\b.*?</table>", text, re.DOTALL):
+            corner = re.search(r"<thead>\s*<tr[^>]*>\s*<th[^>]*>\s*(<p>\s*</p>)?\s*</th>", table)
+            if corner and re.search(r"<tbody>\s*<tr[^>]*>\s*<td>", table):
+                problems.append(f"{rel}: a table with an empty corner and no row headers")
         if _head(page).count('name="viewport"') != 1:
             problems.append(f"{rel}: not exactly one viewport tag")
         if "tab-stops.js" not in _head(page):
