@@ -323,7 +323,8 @@ def test_the_renderer_typesets_each_kind_of_formula_and_stops_at_a_bad_one(
     text = page.read_text(encoding="utf-8")
     assert text.count('data-typeset="svg"') == 3 and "\\(" not in text and "\\[" not in text
     assert 'id="eq"' in text and text.count("<mjx-assistive-mml") == 3
-    assert 'display="true"' in text  # the two display formulas
+    assert 'display="true"' in text  # the two display formulas, which keep their TeX
+    assert 'data-tex="\\frac{n}{\\beta}"' in text and "x &amp;= 1" in text
     assert text.count('id="MJX-SVG-global-cache"') == 1 and text.count("MJX-SVG-styles") == 1
     assert "<mi>a</mi>" in text or "<mi>a" in text  # the MathML a screen reader reads
     # Run again: a typeset page is left as it is.

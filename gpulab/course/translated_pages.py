@@ -12,9 +12,10 @@ and dashes left out (Sphinx typesets quotes and dashes), and every piece whose t
 computes (a glued value, math, a citation, the title a ``{doc}`` role shows, an autolink's
 text) a gap: the pieces of literal text around the gaps must appear on the page in order. A
 ``{term}``, ``{doc}`` or ``{ref}`` role with a shown text (``{term}`线程束 <warp>```) shows that
-text. A display-math block's message is TeX, which Sphinx puts in the page as it is (MathJax
-typesets it in the browser): a message also counts as shown when its text, unrendered, is on
-the page.
+text. A display-math block's message is TeX, which is on the page as written: as the text
+MathJax typesets in the browser, or in the ``data-tex`` attribute of a formula the build
+typeset as SVG (``book/_ext/math_svg.py``). A message also counts as shown when its text,
+unrendered, is on the page.
 """
 
 from __future__ import annotations
@@ -86,12 +87,15 @@ def message_pieces(msgstr: str) -> list[str]:
 
 
 def page_text(page_html: str) -> str:
-    """The normalised text of a built page, images' alternative text included.
+    """The normalised text of a built page, images' alternative text and the TeX of formulas
+    typeset when the book was built included.
 
     Examples
     --------
     >>> page_text('<p>并行 <b>计算</b></p><img alt="一张 图"><script>var x;</script>')
     '并行计算一张图'
+    >>> page_text('<div class="math" data-tex="a &lt; b"><svg></svg></div>')
+    'a<b'
     """
     from bs4 import BeautifulSoup
 
@@ -99,7 +103,8 @@ def page_text(page_html: str) -> str:
     for tag in soup(["script", "style"]):
         tag.decompose()
     alts = [img.get("alt", "") for img in soup.find_all("img")]
-    return normalise(soup.get_text("") + "".join(alts))
+    tex = [node["data-tex"] for node in soup.find_all(attrs={"data-tex": True})]
+    return normalise(soup.get_text("") + "".join(alts) + "".join(tex))
 
 
 def _shows(pieces: list[str], text: str) -> bool:

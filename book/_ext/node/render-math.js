@@ -6,7 +6,8 @@
 //
 // Each Sphinx math node (<span class="math ...">\(...\)</span>, <div class="math ...">)
 // keeps its element and gets MathJax's SVG output in place of its TeX, with the formula as
-// MathML beside it for screen readers (MathJax's assistive MathML). Glyph shapes are stored
+// MathML beside it for screen readers (MathJax's assistive MathML); a display formula keeps its
+// TeX in data-tex. Glyph shapes are stored
 // once per page (a hidden <svg> at the start of <body>) and MathJax's stylesheet goes in the
 // page's head. A formula MathJax cannot read stops the run with its page and its TeX.
 "use strict";
@@ -38,6 +39,10 @@ function unescape(text) {
   return text.replace(/&(amp|lt|gt|quot|#39|#x27);/g, (entity) => ENTITIES[entity]);
 }
 
+function escapeAttribute(text) {
+  return text.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;").replace(/"/g, "&quot;");
+}
+
 // The TeX of a node's content, and whether it is a display formula.
 function source(tag, content) {
   let text = unescape(content).trim();
@@ -64,7 +69,9 @@ function typesetPage(path) {
       throw new Error(`${path}: MathJax cannot read the formula ${JSON.stringify(text)}: ${error.message}`);
     }
     count += 1;
-    return `<${tag} class="math notranslate nohighlight"${attributes} ${MARK}="svg">${adaptor.outerHTML(node)}</${tag}>`;
+    // A display formula keeps its TeX (the Chinese edition's check finds its message by it).
+    const kept = display ? ` data-tex="${escapeAttribute(text)}"` : "";
+    return `<${tag} class="math notranslate nohighlight"${attributes} ${MARK}="svg"${kept}>${adaptor.outerHTML(node)}</${tag}>`;
   });
   const cache = `<svg id="MJX-SVG-global-cache" xmlns="http://www.w3.org/2000/svg" style="display: none" aria-hidden="true">${adaptor.outerHTML(svg.fontCache.getCache())}</svg>`;
   const withCache = out.replace(/<body([^>]*)>/, (body) => `${body}\n${cache}`);
